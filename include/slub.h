@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libslub: the Linux SLUB slab allocator for user space.
+ *
+ * This is the one public header. Names and signatures follow the kernel's
+ * (include/linux/gfp.h, include/linux/slab.h) so that code and habits carry
+ * over; everything libslub adds is prefixed slub_.
+ *
+ * Layers, bottom to top: per-CPU primitives (rseq), the page allocator
+ * (buddy + per-CPU page lists), the slab core, kmalloc, the malloc shim.
+ * See docs/design.md.
+ */
+#ifndef SLUB_H
+#define SLUB_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define SLUB_API __attribute__((visibility("default")))
+#else
+#define SLUB_API
+#endif
+
+/* ---- Pages ------------------------------------------------------------ */
+
+#define SLUB_PAGE_SHIFT		12
+#define SLUB_PAGE_SIZE		(1UL << SLUB_PAGE_SHIFT)
+/* Largest block the buddy allocator hands out: 2^10 pages (4 MiB). */
+#define MAX_PAGE_ORDER		10
+#define NR_PAGE_ORDERS		(MAX_PAGE_ORDER + 1)
+/* Orders up to this one are cached on the per-CPU page lists (pcp). */
+#define PAGE_ALLOC_COSTLY_ORDER	3
+
+/* ---- Allocation flags (gfp_t) ------------------------------------------ */
+
+typedef unsigned int gfp_t;
+
+/*
+ * User space cannot sleep in reclaim or dip into reserves, so most of the
+ * kernel's modifiers have nothing to act on; the ones that do are:
+ *   __GFP_ZERO    return zeroed memory.
+ *   __GFP_NOWARN  do not print the allocation-failure warning.
+ * GFP_ATOMIC and GFP_NOWAIT are accepted and behave as GFP_KERNEL: libslub
+ * never blocks for longer than a lock hold.
+ */
+#define __GFP_HIGH	0x20u
+#define __GFP_IO	0x40u
+#define __GFP_FS	0x80u
+#define __GFP_ZERO	0x100u
+#define __GFP_NOWARN	0x200u
+#define __GFP_DIRECT_RECLAIM	0x400u
+#define __GFP_KSWAPD_RECLAIM	0x800u
+#define __GFP_RECLAIM	(__GFP_DIRECT_RECLAIM | __GFP_KSWAPD_RECLAIM)
+
+#define GFP_KERNEL	(__GFP_RECLAIM | __GFP_IO | __GFP_FS)
+#define GFP_ATOMIC	(__GFP_HIGH | __GFP_KSWAPD_RECLAIM)
+#define GFP_NOWAIT	(__GFP_KSWAPD_RECLAIM)
+
+/* ---- Page allocator (mm/page_alloc.c) ---------------------------------- */
+
+/*
+ * Allocate 2^order contiguous pages, aligned to their size.
+ * Returns NULL with errno EINVAL when order > MAX_PAGE_ORDER, and NULL with
+ * errno ENOMEM when the arena (SLUB_ARENA_SIZE) is exhausted.
+ */
+SLUB_API void *__get_free_pages(gfp_t gfp, unsigned int order);
+SLUB_API void *get_zeroed_page(gfp_t gfp);
+
+/*
+ * Free a block from __get_free_pages(). addr must be the start of a live
+ * block of exactly that order; anything else (an address outside the arena,
+ * a misaligned address, the wrong order, a block already free) is reported
+ * as "BUG: Bad page state" on stderr and the allocator's state is left
+ * untouched. free_pages(NULL, order) does nothing.
+ */
+SLUB_API void free_pages(void *addr, unsigned int order);
+
+/* Give every CPU's per-CPU page lists back to the buddy allocator. */
+SLUB_API void drain_all_pages(void);
+
+/*
+ * Drain every CPU's lists, then release every free block that is still
+ * backed by memory to the operating system. Returns the number of pages
+ * released by this call.
+ */
+SLUB_API unsigned long page_alloc_shrink(void);
+
+/* ---- The sysfs-style namespace ----------------------------------------- */
+
+/*
+ * One namespace of text files, as /sys and /proc are for the kernel:
+ *   page_alloc/   the page allocator (buddyinfo, pcp_*, counters)
+ *   cpu/          CPU numbering and the per-CPU mode (rseq or fallback)
+ * Paths are relative ("page_alloc/buddyinfo"); a directory reads as the
+ * list of its entries, one a line.
+ *
+ * slub_sysfs_read() writes at most size - 1 bytes and a NUL into buf and
+ * returns the full length of the file's text (as snprintf does, so a return
+ * >= size means it was cut). Errors are negative errno values: -ENOENT for
+ * an unknown path, -EINVAL for a bad argument.
+ *
+ * slub_sysfs_write() returns 0 or a negative errno: -ENOENT, -EINVAL for a
+ * bad value, -EPERM for a read-only file, -EISDIR for a directory.
+ */
+SLUB_API ssize_t slub_sysfs_read(const char *path, char *buf, size_t size);
+SLUB_API int slub_sysfs_write(const char *path, const char *value);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SLUB_H */

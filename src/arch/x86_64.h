@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * x86-64 restartable sequences: the only architecture-specific code in
+ * libslub. Another architecture provides the same five operations (see
+ * arch.h) with its own instructions.
+ *
+ * Every sequence has the same shape:
+ *
+ *	rseq->rseq_cs = &descriptor	(arms the sequence)
+ *   1:	cpu  = rseq->cpu_id
+ *	unit = cpu << PERCPU_UNIT_SHIFT
+ *	if (ctl[unit].stopped) goto stopped	(see percpu.h)
+ *	...loads and checks...
+ *	one store			(the commit)
+ *   2:
+ *
+ * If the thread is preempted, migrated or interrupted by a signal between
+ * 1 and 2, the kernel moves its instruction pointer to the abort handler,
+ * which the descriptor names and which is preceded by the signature the
+ * thread registered. Nothing before the commit is visible to other CPUs'
+ * view of this CPU's state, so an abort just retries. The commit is a
+ * single store (or a single non-locked add): it either happened on the CPU
+ * whose cpu_id was read, or not at all.
+ */
+#ifndef SLUB_ARCH_X86_64_H
+#define SLUB_ARCH_X86_64_H
+
+#include <stdint.h>
+
+#define __rseq_str_1(x)	#x
+#define __rseq_str(x)	__rseq_str_1(x)
+
+/* glibc's signature on x86; a thread has one, so we must use the same. */
+#define RSEQ_SIG	0x53053053
+
+static inline void *arch_thread_pointer(void)
+{
+	void *tp;
+
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return tp;
+}
+
+/* The descriptor: version, flags, start_ip, post_commit_offset, abort_ip. */
+#define RSEQ_ASM_DEFINE_TABLE(label, start, post_commit, abort)		\
+	".pushsection __rseq_cs, \"aw\"\n\t"				\
+	".balign 32\n\t"						\
+	__rseq_str(label) ":\n\t"					\
+	".long 0x0, 0x0\n\t"						\
+	".quad " __rseq_str(start) "f, (" __rseq_str(post_commit) "f - "	\
+	__rseq_str(start) "f), " __rseq_str(abort) "f\n\t"		\
+	".popsection\n\t"
+
+/* The abort handler: the signature, then a jump back into C. */
+#define RSEQ_ASM_DEFINE_ABORT(label, target)				\
+	".pushsection __rseq_failure, \"ax\"\n\t"			\
+	".long " __rseq_str(RSEQ_SIG) "\n\t"				\
+	__rseq_str(label) ":\n\t"					\
+	"jmp %l[" __rseq_str(target) "]\n\t"				\
+	".popsection\n\t"
+
+/* Arm the sequence, read the CPU, turn it into this CPU's unit offset. */
+#define RSEQ_ASM_ARM(shift)						\
+	"leaq 3b(%%rip), %%rax\n\t"					\
+	"movq %%rax, %[rseq_cs]\n\t"					\
+	"1:\n\t"							\
+	"movl %[cpu_id], %%eax\n\t"					\
+	"shlq $" __rseq_str(shift) ", %%rax\n\t"
+
+/* ... and leave for the slow path if this CPU's fast paths are stopped. */
+#define RSEQ_ASM_START(shift)						\
+	RSEQ_ASM_ARM(shift)						\
+	"cmpl $0, (%[ctl], %%rax)\n\t"					\
+	"jnz %l[stopped]\n\t"
+
+#define RSEQ_ASM_CPU_OPERANDS(_rs)					\
+	[rseq_cs] "m"((_rs)->rseq_cs), [cpu_id] "m"((_rs)->cpu_id)
+#define RSEQ_ASM_OPERANDS(_rs, _ctl)					\
+	RSEQ_ASM_CPU_OPERANDS(_rs), [ctl] "r"(_ctl)
+
+/*
+ * *(v + unit) += count on the current CPU. For statistics, which are not
+ * structural state, so it does not look at the stopped flag.
+ */
+#define ARCH_RSEQ_ADDV(_rs, _v, _count, _shift, _abort)			\
+	__asm__ __volatile__ goto(					\
+		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
+		RSEQ_ASM_ARM(_shift)					\
+		"addq %[count], (%[v], %%rax)\n\t"			\
+		"2:\n\t"						\
+		RSEQ_ASM_DEFINE_ABORT(4, _abort)				\
+		: : RSEQ_ASM_CPU_OPERANDS(_rs), [v] "r"(_v),		\
+		    [count] "r"(_count)					\
+		: "memory", "cc", "rax" : _abort)
+
+/* if (*(v + unit) == expect) *(v + unit) = newv; else goto fail. */
+#define ARCH_RSEQ_CMPEQV_STOREV(_rs, _ctl, _v, _expect, _newv, _shift,	\
+				_abort, _stopped, _fail)			\
+	__asm__ __volatile__ goto(					\
+		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
+		RSEQ_ASM_START(_shift)					\
+		"cmpq %[expect], (%[v], %%rax)\n\t"			\
+		"jnz %l[fail]\n\t"					\
+		"movq %[newv], (%[v], %%rax)\n\t"			\
+		"2:\n\t"						\
+		RSEQ_ASM_DEFINE_ABORT(4, _abort)				\
+		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [v] "r"(_v),		\
+		    [expect] "r"(_expect), [newv] "r"(_newv)		\
+		: "memory", "cc", "rax" : _abort, _stopped, _fail)
+
+/*
+ * Pop from a per-CPU singly linked list:
+ *	head = *(v + unit); if (!head) goto fail;
+ *	*load = head; *(v + unit) = *(head + off);
+ */
+#define ARCH_RSEQ_POP(_rs, _ctl, _v, _off, _load, _shift, _abort, _stopped, _fail) \
+	__asm__ __volatile__ goto(					\
+		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
+		RSEQ_ASM_START(_shift)					\
+		"movq (%[v], %%rax), %%rcx\n\t"				\
+		"testq %%rcx, %%rcx\n\t"				\
+		"jz %l[fail]\n\t"					\
+		"movq %%rcx, %[load]\n\t"				\
+		"movq (%%rcx, %[off]), %%rcx\n\t"			\
+		"movq %%rcx, (%[v], %%rax)\n\t"				\
+		"2:\n\t"						\
+		RSEQ_ASM_DEFINE_ABORT(4, _abort)				\
+		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [v] "r"(_v),		\
+		    [off] "r"(_off), [load] "m"(*(_load))			\
+		: "memory", "cc", "rax", "rcx" : _abort, _stopped, _fail)
+
+/*
+ * Push onto a per-CPU singly linked list:
+ *	*(node + off) = *(v + unit); *(v + unit) = node;
+ * The first store goes to the caller's own node, so it is harmless when
+ * the sequence aborts; the second is the commit.
+ */
+#define ARCH_RSEQ_PUSH(_rs, _ctl, _v, _node, _off, _shift, _abort, _stopped)	\
+	__asm__ __volatile__ goto(					\
+		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
+		RSEQ_ASM_START(_shift)					\
+		"movq (%[v], %%rax), %%rcx\n\t"				\
+		"movq %%rcx, (%[node], %[off])\n\t"			\
+		"movq %[node], (%[v], %%rax)\n\t"			\
+		"2:\n\t"						\
+		RSEQ_ASM_DEFINE_ABORT(4, _abort)				\
+		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [v] "r"(_v),		\
+		    [node] "r"(_node), [off] "r"(_off)			\
+		: "memory", "cc", "rax", "rcx" : _abort, _stopped)
+
+#endif /* SLUB_ARCH_X86_64_H */

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* Compiler helpers, kernel spelling. */
+#ifndef SLUB_COMPILER_H
+#define SLUB_COMPILER_H
+
+#include <stddef.h>
+
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+#ifndef __always_inline
+#define __always_inline	inline __attribute__((always_inline))
+#endif
+#define __noinline	__attribute__((noinline))
+#define __cold		__attribute__((cold))
+#define __aligned(n)	__attribute__((aligned(n)))
+#define __printf(a, b)	__attribute__((format(printf, a, b)))
+
+#define SMP_CACHE_BYTES	64
+#define ____cacheline_aligned	__aligned(SMP_CACHE_BYTES)
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define min(a, b)	((a) < (b) ? (a) : (b))
+#define max(a, b)	((a) > (b) ? (a) : (b))
+#define ALIGN(x, a)	(((x) + ((a) - 1)) & ~((__typeof__(x))(a) - 1))
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* Plain shared-variable access, visible to the compiler and to TSan. */
+#define READ_ONCE(x)		__atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define WRITE_ONCE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+#if defined(__SANITIZE_THREAD__)
+#define SLUB_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SLUB_TSAN 1
+#endif
+#endif
+#ifndef SLUB_TSAN
+#define SLUB_TSAN 0
+#endif
+
+#endif /* SLUB_COMPILER_H */

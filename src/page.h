@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data model of the page allocator (the kernel's mm_types.h and
+ * mmzone.h, cut down to one node with one zone).
+ *
+ * The arena is one reservation of address space, aligned to the largest
+ * block (2^MAX_PAGE_ORDER pages). Page frame numbers count 4 KiB pages
+ * from its start, and struct page descriptors sit in an array indexed by
+ * pfn, so page <-> address is arithmetic in both directions.
+ *
+ * Every page is in exactly one of these states (page->state):
+ *   PGTY_BUDDY   head of a free block of 2^order pages on zone->free_area
+ *   PGTY_PCP     head of a free block on some CPU's pcp list
+ *   PGTY_ALLOC   head of a block handed out by __get_free_pages
+ *   PGTY_FREEING head of a block between free_pages() and its list
+ *   PGTY_NONE    not a head: inside some block, or above zone->frontier
+ * The order of a head is kept beside its type in the same word, so that
+ * free_pages() can check and claim a block with one compare-and-swap: two
+ * racing frees of one block cannot both succeed.
+ *
+ * zone->frontier: pages at or above it have never been handed out or
+ * initialised; they are free, counted in buddyinfo as max-order blocks,
+ * and added to the free lists one max-order block at a time when needed,
+ * so that the allocator's own memory grows with use, not with the arena.
+ */
+#ifndef SLUB_PAGE_H
+#define SLUB_PAGE_H
+
+#include <stdint.h>
+
+#include <slub.h>
+
+#include "compiler.h"
+#include "list.h"
+#include "lock.h"
+#include "percpu.h"
+
+#define PAGE_SHIFT	SLUB_PAGE_SHIFT
+#define PAGE_SIZE	SLUB_PAGE_SIZE
+#define MAX_ORDER_NR_PAGES	(1UL << MAX_PAGE_ORDER)
+
+enum page_type {
+	PGTY_NONE = 0,
+	PGTY_BUDDY,
+	PGTY_PCP,
+	PGTY_ALLOC,
+	PGTY_FREEING,
+};
+
+#define PAGE_STATE(type, order)	((uint32_t)(type) | ((uint32_t)(order) << 8))
+#define PAGE_STATE_TYPE(s)	((enum page_type)((s) & 0xff))
+#define PAGE_STATE_ORDER(s)	((unsigned int)((s) >> 8) & 0xff)
+
+/* page->flags, changed only by the block's owner or under zone->lock. */
+#define PG_released	0x1u	/* not backed by memory: reads as zeroes */
+
+struct page {
+	uint32_t state;			/* PAGE_STATE(type, order), atomic */
+	uint32_t flags;
+	struct list_head lru;		/* free_area or pcp list */
+	/* Room for the slab layer's fields: slab_cache, freelist, counters. */
+	unsigned long slab_private[5];
+};
+
+_Static_assert(sizeof(struct page) == 64, "struct page is one cache line");
+
+/* Free blocks of one order. */
+struct free_area {
+	struct list_head free_list;
+	unsigned long nr_free;
+};
+
+/*
+ * Per-CPU page lists: one list per order up to PAGE_ALLOC_COSTLY_ORDER (Mel
+ * Gorman, "mm: page_alloc: High-order per-cpu page allocator v5", 2016).
+ * User space has no migrate types, so pindex == order. count is in pages.
+ * Locked state (see percpu.h): only touched under ctl.lock.
+ */
+#define NR_PCP_LISTS	(PAGE_ALLOC_COSTLY_ORDER + 1)
+
+struct per_cpu_pages {
+	struct percpu_ctl ctl;
+	int count;
+	unsigned int free_pindex;	/* where the last bulk free stopped */
+	struct list_head lists[NR_PCP_LISTS];
+};
+
+/* Per-CPU statistics of the page allocator (page_alloc/ in sysfs). */
+enum pa_stat_item {
+	PCP_HIT,			/* + order: served from the pcp list */
+	PCP_MISS = PCP_HIT + NR_PCP_LISTS,	/* + order: list empty, refilled */
+	PCP_FREE = PCP_MISS + NR_PCP_LISTS,	/* frees to a pcp list */
+	PCP_REFILL,			/* rmqueue_bulk calls */
+	PCP_DRAIN,			/* free_pcppages_bulk calls */
+	PCP_LOCK_BUSY,			/* pcp trylock failed: went to buddy */
+	BUDDY_ALLOC,			/* allocations served by the buddy */
+	BUDDY_FREE,			/* frees straight to the buddy */
+	ZONE_LOCK,			/* zone->lock acquisitions */
+	PAGES_RELEASED,			/* pages given back to the OS */
+	ALLOC_FAIL,			/* allocations that returned NULL */
+	BAD_FREE,			/* free_pages() calls reported as bugs */
+	NR_PA_STATS,
+};
+
+struct zone {
+	struct slub_lock lock;
+	struct free_area free_area[NR_PAGE_ORDERS];
+	char *arena;
+	struct page *pages;
+	unsigned long nr_pages;		/* arena size in pages */
+	unsigned long frontier;		/* first never-used pfn */
+	unsigned long free_pages;	/* on free lists or above frontier */
+	unsigned long released_pages;	/* free and not backed by memory */
+
+	/* pcp tunables (page_alloc/pcp_*) */
+	int pcp_high_order;		/* 1: orders 0-3 on pcp, 0: order 0 only */
+	int batch;
+	int high;
+	int high_set;			/* pcp_high was written: keep it */
+
+	pcpu_off_t pcp;			/* struct per_cpu_pages */
+	pcpu_off_t stats;		/* unsigned long[NR_PA_STATS] */
+};
+
+extern struct zone zone;
+
+static inline unsigned long page_to_pfn(const struct page *page)
+{
+	return (unsigned long)(page - zone.pages);
+}
+
+static inline struct page *pfn_to_page(unsigned long pfn)
+{
+	return zone.pages + pfn;
+}
+
+static inline void *page_address(const struct page *page)
+{
+	return zone.arena + (page_to_pfn(page) << PAGE_SHIFT);
+}
+
+static inline struct page *virt_to_page(const void *addr)
+{
+	return pfn_to_page((unsigned long)((const char *)addr - zone.arena) >>
+			   PAGE_SHIFT);
+}
+
+static inline uint32_t page_state(const struct page *page)
+{
+	return __atomic_load_n(&page->state, __ATOMIC_RELAXED);
+}
+
+/*
+ * State changes of a page the caller owns (or holds the lock of). Relaxed:
+ * the lock, or the handing over of the block, orders everything else.
+ */
+static inline void set_page_state(struct page *page, enum page_type type,
+				  unsigned int order)
+{
+	__atomic_store_n(&page->state, PAGE_STATE(type, order), __ATOMIC_RELAXED);
+}
+
+static inline pcpu_off_t pa_stat_off(enum pa_stat_item item)
+{
+	return zone.stats + item * sizeof(unsigned long);
+}
+
+static inline void pa_stat(enum pa_stat_item item)
+{
+	this_cpu_inc(pa_stat_off(item));
+}
+
+static inline void pa_stat_add(enum pa_stat_item item, long n)
+{
+	this_cpu_add(pa_stat_off(item), n);
+}
+
+#endif /* SLUB_PAGE_H */

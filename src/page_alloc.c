@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The page allocator: a buddy allocator over one zone, with per-CPU page
+ * lists (pcp) in front of it for orders up to PAGE_ALLOC_COSTLY_ORDER.
+ *
+ * Modelled on the kernel's mm/page_alloc.c after Mel Gorman's "mm:
+ * page_alloc: High-order per-cpu page allocator v5" (2016): per-CPU lists
+ * for orders 0-3, refilled `batch` pages' worth at a time under one
+ * zone->lock hold and drained round-robin when they pass `high`. The
+ * order-0-only behaviour from before that patch is a runtime switch
+ * (page_alloc/pcp_high_order = 0).
+ *
+ * See page.h for the data model and percpu.h for the per-CPU rules. The
+ * pcp lists are locked state: they are only touched under their CPU's pcp
+ * lock, and that lock is only ever *tried*; when it is busy (another thread
+ * holds it, or this thread is already inside it) the page goes straight to
+ * or from the buddy lists, as the kernel's pcp_spin_trylock() callers do.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "init.h"
+#include "page.h"
+#include "page_alloc.h"
+#include "report.h"
+
+struct zone zone = { .lock = SLUB_LOCK_INIT };
+
+static inline void zone_lock(void)
+{
+	slub_lock(&zone.lock);
+	pa_stat(ZONE_LOCK);
+}
+
+static inline void zone_unlock(void)
+{
+	slub_unlock(&zone.lock);
+}
+
+static inline struct per_cpu_pages *pcp_ptr(unsigned int cpu)
+{
+	return per_cpu_ptr(zone.pcp, cpu);
+}
+
+static inline bool pcp_allowed_order(unsigned int order)
+{
+	return order == 0 ||
+	       (order <= PAGE_ALLOC_COSTLY_ORDER && READ_ONCE(zone.pcp_high_order));
+}
+
+/* ---- The buddy allocator (under zone->lock) ------------------------------- */
+
+static void add_to_free_list(struct page *page, unsigned int order, bool released)
+{
+	set_page_state(page, PGTY_BUDDY, order);
+	page->flags = released ? PG_released : 0;
+	if (released)
+		zone.released_pages += 1UL << order;
+	list_add(&page->lru, &zone.free_area[order].free_list);
+	zone.free_area[order].nr_free++;
+}
+
+static void del_from_free_list(struct page *page, unsigned int order)
+{
+	list_del(&page->lru);
+	zone.free_area[order].nr_free--;
+	if (page->flags & PG_released)
+		zone.released_pages -= 1UL << order;
+	set_page_state(page, PGTY_NONE, 0);
+}
+
+/* Give a free max-order block's memory back to the operating system. */
+static bool release_block(struct page *page, unsigned int order)
+{
+	if (madvise(page_address(page), PAGE_SIZE << order, MADV_DONTNEED))
+		return false;
+	pa_stat_add(PAGES_RELEASED, 1L << order);
+	return true;
+}
+
+/*
+ * Free a block to the buddy lists, merging with its buddy (pfn ^ (1 <<
+ * order)) as long as that is a free block of the same order. A block that
+ * reaches MAX_PAGE_ORDER is released to the operating system.
+ */
+static void __free_one_page(struct page *page, unsigned int order)
+{
+	unsigned long pfn = page_to_pfn(page);
+	bool released = page->flags & PG_released;
+
+	zone.free_pages += 1UL << order;
+	set_page_state(page, PGTY_NONE, 0);
+	while (order < MAX_PAGE_ORDER) {
+		unsigned long buddy_pfn = pfn ^ (1UL << order);
+		struct page *buddy = pfn_to_page(buddy_pfn);
+
+		if (page_state(buddy) != PAGE_STATE(PGTY_BUDDY, order))
+			break;
+		released = released && (buddy->flags & PG_released);
+		del_from_free_list(buddy, order);
+		buddy->flags = 0;
+		pfn &= ~(1UL << order);
+		order++;
+	}
+	page = pfn_to_page(pfn);
+	if (order == MAX_PAGE_ORDER && !released)
+		released = release_block(page, order);
+	add_to_free_list(page, order, released);
+}
+
+/* Split a block of order high down to order low, freeing the upper halves. */
+static void expand(struct page *page, unsigned int low, unsigned int high,
+		   bool released)
+{
+	unsigned long size = 1UL << high;
+
+	while (high > low) {
+		high--;
+		size >>= 1;
+		add_to_free_list(page + size, high, released);
+	}
+}
+
+/* Feed one never-used max-order block from above the frontier. */
+static bool grow_frontier(void)
+{
+	struct page *page;
+
+	if (zone.frontier >= zone.nr_pages)
+		return false;
+	page = pfn_to_page(zone.frontier);
+	zone.frontier += MAX_ORDER_NR_PAGES;
+	zone.released_pages -= MAX_ORDER_NR_PAGES;	/* re-added below */
+	add_to_free_list(page, MAX_PAGE_ORDER, true);
+	return true;
+}
+
+static struct page *__rmqueue_smallest(unsigned int order)
+{
+	for (unsigned int o = order; o <= MAX_PAGE_ORDER; o++) {
+		struct free_area *area = &zone.free_area[o];
+		struct page *page;
+		bool released;
+
+		if (list_empty(&area->free_list) &&
+		    (o != MAX_PAGE_ORDER || !grow_frontier()))
+			continue;
+		page = list_first_entry(&area->free_list, struct page, lru);
+		released = page->flags & PG_released;
+		del_from_free_list(page, o);
+		expand(page, order, o, released);
+		page->flags = released ? PG_released : 0;
+		zone.free_pages -= 1UL << order;
+		return page;
+	}
+	return NULL;
+}
+
+/* ---- Per-CPU page lists ------------------------------------------------------ */
+
+/*
+ * How many blocks one refill takes: `batch` pages' worth, but at least
+ * two blocks. Joonsoo Kim pointed out in the 2016 thread that taking
+ * `batch` blocks of order 3 overshoots `high` by far; the kernel later
+ * settled on this scaling.
+ */
+static int nr_pcp_alloc(unsigned int order)
+{
+	int batch = READ_ONCE(zone.batch) >> order;
+
+	return batch < 2 ? 2 : batch;
+}
+
+/* Take up to count blocks of one order onto a pcp list: one lock hold. */
+static int rmqueue_bulk(unsigned int order, int count, struct list_head *list)
+{
+	int i;
+
+	zone_lock();
+	for (i = 0; i < count; i++) {
+		struct page *page = __rmqueue_smallest(order);
+
+		if (!page)
+			break;
+		set_page_state(page, PGTY_PCP, order);
+		list_add_tail(&page->lru, list);
+	}
+	zone_unlock();
+	return i;
+}
+
+/*
+ * Give count pages from a pcp list back to the buddy, one block per list
+ * in turn. The turn resumes where the previous drain stopped
+ * (pcp->free_pindex), so no order's list is skipped for good by drains
+ * that end early (Joonsoo Kim's first point in the 2016 thread). A list
+ * that runs dry ends nothing: the loop stops only when count is met or all
+ * lists are empty, so a wrong count can never make it spin (the reason for
+ * patch 1/2 of the same series).
+ */
+static void free_pcppages_bulk(struct per_cpu_pages *pcp, int count)
+{
+	unsigned int pindex = pcp->free_pindex;
+
+	pa_stat(PCP_DRAIN);
+	zone_lock();
+	while (count > 0) {
+		struct list_head *list = NULL;
+		struct page *page;
+
+		for (int i = 0; i < NR_PCP_LISTS; i++) {
+			pindex = (pindex + 1) % NR_PCP_LISTS;
+			if (!list_empty(&pcp->lists[pindex])) {
+				list = &pcp->lists[pindex];
+				break;
+			}
+		}
+		if (!list)
+			break;
+		/* The tail is the coldest page. */
+		page = list_entry(list->prev, struct page, lru);
+		list_del(&page->lru);
+		count -= 1 << pindex;
+		pcp->count -= 1 << pindex;
+		__free_one_page(page, pindex);
+	}
+	zone_unlock();
+	pcp->free_pindex = pindex;
+}
+
+static struct page *rmqueue_pcplist(struct per_cpu_pages *pcp, unsigned int order)
+{
+	struct list_head *list = &pcp->lists[order];
+	struct page *page;
+
+	if (list_empty(list)) {
+		int n;
+
+		pa_stat(PCP_MISS + order);
+		pa_stat(PCP_REFILL);
+		n = rmqueue_bulk(order, nr_pcp_alloc(order), list);
+		if (!n)
+			return NULL;
+		pcp->count += n << order;
+	} else {
+		pa_stat(PCP_HIT + order);
+	}
+	page = list_first_entry(list, struct page, lru);
+	list_del(&page->lru);
+	pcp->count -= 1 << order;
+	return page;
+}
+
+static struct page *rmqueue_buddy(unsigned int order)
+{
+	struct page *page;
+
+	pa_stat(BUDDY_ALLOC);
+	zone_lock();
+	page = __rmqueue_smallest(order);
+	zone_unlock();
+	return page;
+}
+
+static struct page *rmqueue(unsigned int order)
+{
+	if (pcp_allowed_order(order)) {
+		unsigned int cpu = raw_smp_processor_id();
+		struct per_cpu_pages *pcp = pcp_ptr(cpu);
+
+		if (slub_trylock(&pcp->ctl.lock)) {
+			struct page *page = rmqueue_pcplist(pcp, order);
+
+			slub_unlock(&pcp->ctl.lock);
+			return page;
+		}
+		pa_stat(PCP_LOCK_BUSY);
+	}
+	return rmqueue_buddy(order);
+}
+
+static void free_one_page(struct page *page, unsigned int order)
+{
+	pa_stat(BUDDY_FREE);
+	zone_lock();
+	__free_one_page(page, order);
+	zone_unlock();
+}
+
+static void free_unref_page(struct page *page, unsigned int order)
+{
+	if (pcp_allowed_order(order)) {
+		unsigned int cpu = raw_smp_processor_id();
+		struct per_cpu_pages *pcp = pcp_ptr(cpu);
+
+		if (slub_trylock(&pcp->ctl.lock)) {
+			pa_stat(PCP_FREE);
+			set_page_state(page, PGTY_PCP, order);
+			list_add(&page->lru, &pcp->lists[order]);
+			pcp->count += 1 << order;
+			if (pcp->count >= READ_ONCE(zone.high))
+				free_pcppages_bulk(pcp, READ_ONCE(zone.batch));
+			slub_unlock(&pcp->ctl.lock);
+			return;
+		}
+		pa_stat(PCP_LOCK_BUSY);
+	}
+	free_one_page(page, order);
+}
+
+/* ---- Draining and shrinking ------------------------------------------------- */
+
+static void drain_pages_cpu(unsigned int cpu)
+{
+	struct per_cpu_pages *pcp = pcp_ptr(cpu);
+
+	slub_lock(&pcp->ctl.lock);
+	if (pcp->count)
+		free_pcppages_bulk(pcp, pcp->count);
+	slub_unlock(&pcp->ctl.lock);
+}
+
+void drain_all_pages(void)
+{
+	unsigned int cpu;
+
+	if (slub_init())
+		return;
+	for_each_possible_cpu(cpu)
+		drain_pages_cpu(cpu);
+}
+
+unsigned long page_alloc_shrink(void)
+{
+	unsigned long released = 0;
+
+	if (slub_init())
+		return 0;
+	drain_all_pages();
+	zone_lock();
+	for (unsigned int order = 0; order <= MAX_PAGE_ORDER; order++) {
+		struct list_head *pos;
+
+		list_for_each(pos, &zone.free_area[order].free_list) {
+			struct page *page = list_entry(pos, struct page, lru);
+
+			if (page->flags & PG_released || !release_block(page, order))
+				continue;
+			page->flags |= PG_released;
+			zone.released_pages += 1UL << order;
+			released += 1UL << order;
+		}
+	}
+	zone_unlock();
+	return released;
+}
+
+/* ---- Checking a freed address ---------------------------------------------- */
+
+static const char *const page_type_name[] = {
+	[PGTY_NONE] = "none", [PGTY_BUDDY] = "buddy", [PGTY_PCP] = "pcp",
+	[PGTY_ALLOC] = "allocated", [PGTY_FREEING] = "freeing",
+};
+
+static __cold void bad_page(const void *addr, unsigned int order,
+			    const char *reason, const void *caller)
+{
+	unsigned long pfn = (unsigned long)((const char *)addr - zone.arena) >>
+			    PAGE_SHIFT;
+
+	pa_stat(BAD_FREE);
+	if ((const char *)addr < zone.arena || pfn >= zone.nr_pages) {
+		slub_pr_err("BUG: Bad page address in process %s  addr:%p\n"
+			    "page dumped because: free_pages(order:%u) of an "
+			    "address outside the page allocator's arena "
+			    "[%p-%p)\n", slub_comm(), addr, order,
+			    (void *)zone.arena,
+			    (void *)(zone.arena + (zone.nr_pages << PAGE_SHIFT)));
+	} else {
+		struct page *page = pfn_to_page(pfn);
+		uint32_t s = page_state(page);
+
+		slub_pr_err("BUG: Bad page state in process %s  pfn:%05lx\n"
+			    "page:%p addr:%p state:%s order:%u flags:%#x\n"
+			    "page dumped because: %s (freed as order %u)\n",
+			    slub_comm(), pfn, (void *)page, addr,
+			    page_type_name[PAGE_STATE_TYPE(s) <= PGTY_FREEING ?
+					   PAGE_STATE_TYPE(s) : PGTY_NONE],
+			    PAGE_STATE_ORDER(s), page->flags, reason, order);
+	}
+	slub_pr_caller(caller);
+}
+
+/*
+ * Claim the block at addr for freeing: one CAS from ALLOC(order) to
+ * FREEING, so a double free racing with the first free fails here.
+ */
+static struct page *free_pages_check(const void *addr, unsigned int order,
+				     const void *caller)
+{
+	uintptr_t off = (uintptr_t)((const char *)addr - zone.arena);
+	uint32_t expect = PAGE_STATE(PGTY_ALLOC, order);
+	struct page *page;
+	uint32_t s;
+
+	if (order > MAX_PAGE_ORDER || (const char *)addr < zone.arena ||
+	    off >= zone.nr_pages << PAGE_SHIFT) {
+		bad_page(addr, order, "outside the arena", caller);
+		return NULL;
+	}
+	if (off & ((PAGE_SIZE << order) - 1)) {
+		bad_page(addr, order, off & (PAGE_SIZE - 1) ?
+			 "address not page aligned" :
+			 "address not aligned to the order", caller);
+		return NULL;
+	}
+	page = virt_to_page(addr);
+	if (__atomic_compare_exchange_n(&page->state, &expect,
+					PAGE_STATE(PGTY_FREEING, order), false,
+					__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return page;
+	s = expect;
+	switch (PAGE_STATE_TYPE(s)) {
+	case PGTY_ALLOC:
+		bad_page(addr, order, "freed with the wrong order", caller);
+		break;
+	case PGTY_BUDDY:
+	case PGTY_PCP:
+	case PGTY_FREEING:
+		bad_page(addr, order, "page already free", caller);
+		break;
+	default:
+		bad_page(addr, order, "not the start of an allocated block", caller);
+		break;
+	}
+	return NULL;
+}
+
+/* ---- The public interface ---------------------------------------------------- */
+
+static __cold void warn_alloc(gfp_t gfp, unsigned int order)
+{
+	static unsigned int warned;
+
+	if (gfp & __GFP_NOWARN || __atomic_fetch_add(&warned, 1, __ATOMIC_RELAXED) >= 10)
+		return;
+	slub_pr_err("%s: page allocation failure: order:%u, mode:%#x, "
+		    "arena %lu pages\n", slub_comm(), order, gfp, zone.nr_pages);
+}
+
+void *__get_free_pages(gfp_t gfp, unsigned int order)
+{
+	struct page *page;
+	bool zeroed;
+
+	if (unlikely(order > MAX_PAGE_ORDER)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (unlikely(slub_init())) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	page = rmqueue(order);
+	if (unlikely(!page)) {
+		/* Free pages may sit on other CPUs' lists: bring them back. */
+		drain_all_pages();
+		page = rmqueue(order);
+		if (!page) {
+			pa_stat(ALLOC_FAIL);
+			warn_alloc(gfp, order);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	zeroed = page->flags & PG_released;
+	page->flags = 0;
+	set_page_state(page, PGTY_ALLOC, order);
+	if ((gfp & __GFP_ZERO) && !zeroed)
+		memset(page_address(page), 0, PAGE_SIZE << order);
+	return page_address(page);
+}
+
+void *get_zeroed_page(gfp_t gfp)
+{
+	return __get_free_pages(gfp | __GFP_ZERO, 0);
+}
+
+void free_pages(void *addr, unsigned int order)
+{
+	struct page *page;
+
+	if (!addr)
+		return;
+	if (unlikely(!__atomic_load_n(&slub_initialised, __ATOMIC_ACQUIRE))) {
+		slub_pr_err("BUG: Bad page address in process %s  addr:%p\n"
+			    "page dumped because: free_pages() before any "
+			    "allocation\n", slub_comm(), addr);
+		return;
+	}
+	page = free_pages_check(addr, order, __builtin_return_address(0));
+	if (page)
+		free_unref_page(page, order);
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* The page allocator's internal interface (the public one is in slub.h). */
+#ifndef SLUB_PAGE_ALLOC_H
+#define SLUB_PAGE_ALLOC_H
+
+#include <stdbool.h>
+
+#include "page.h"
+
+/* Default arena: address space only, backed as it is used. */
+#define SLUB_ARENA_DEFAULT	(64UL << 30)
+#define SLUB_ARENA_MIN		(MAX_ORDER_NR_PAGES << PAGE_SHIFT)
+
+/* Parse "64G", "512M", "4096k", "8388608"; 0 if malformed. */
+unsigned long parse_size(const char *s);
+
+/* pcp tunables; each returns 0 or -EINVAL. */
+int pcp_set_high_order(unsigned long on);
+int pcp_set_batch(unsigned long batch);
+int pcp_set_high(unsigned long high);
+
+/* A consistent snapshot of the zone's counts, taken under zone->lock. */
+struct zone_snapshot {
+	unsigned long nr_free[NR_PAGE_ORDERS];	/* untouched blocks included */
+	unsigned long total, free, pcp, used, released;
+};
+void zone_snapshot(struct zone_snapshot *snap);
+
+/*
+ * Walk every free list and pcp list and check each page's state against
+ * the list it is on, and the counts against each other. Prints a report
+ * for each problem; returns how many it found.
+ */
+unsigned long page_alloc_check(void);
+
+#endif /* SLUB_PAGE_ALLOC_H */

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Per-CPU areas and the slow side of the per-CPU operations: the allocator
+ * of per-CPU offsets, stopping a CPU's fast paths, and the locked
+ * operations that fallback mode uses. See percpu.h for the invariant.
+ */
+#include <string.h>
+#include <sys/mman.h>
+
+#include "percpu.h"
+
+void percpu_membarrier_cpu(unsigned int cpu);
+
+char *pcpu_base;
+
+/*
+ * Offsets are handed out in cache lines from a bitmap: per-CPU variables
+ * are few (a handful per cache), created and destroyed rarely, and a
+ * structure never shares its line with another's.
+ */
+#define PCPU_GRAIN	SMP_CACHE_BYTES
+#define PCPU_GRAINS	(PERCPU_UNIT_SIZE / PCPU_GRAIN)
+
+static uint64_t pcpu_map[PCPU_GRAINS / 64];
+static struct slub_lock pcpu_alloc_lock = SLUB_LOCK_INIT;
+
+int percpu_init(void)
+{
+	size_t len = (size_t)nr_cpu_ids << PERCPU_UNIT_SHIFT;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	pcpu_base = p;
+	pcpu_map[0] = 1;	/* offset 0 means "no per-CPU variable" */
+	return 0;
+}
+
+static bool grain_used(size_t g)
+{
+	return pcpu_map[g / 64] & (1ULL << (g % 64));
+}
+
+static void grains_set(size_t g, size_t n, bool used)
+{
+	for (size_t i = g; i < g + n; i++) {
+		if (used)
+			pcpu_map[i / 64] |= 1ULL << (i % 64);
+		else
+			pcpu_map[i / 64] &= ~(1ULL << (i % 64));
+	}
+}
+
+pcpu_off_t percpu_alloc(size_t size, size_t align)
+{
+	size_t n = (size + PCPU_GRAIN - 1) / PCPU_GRAIN;
+	size_t step = align > PCPU_GRAIN ? align / PCPU_GRAIN : 1;
+	pcpu_off_t off = 0;
+	unsigned int cpu;
+
+	if (!size || n > PCPU_GRAINS)
+		return 0;
+	slub_lock(&pcpu_alloc_lock);
+	for (size_t g = step; g + n <= PCPU_GRAINS; g += step) {
+		size_t i;
+
+		for (i = 0; i < n && !grain_used(g + i); i++)
+			;
+		if (i == n) {
+			grains_set(g, n, true);
+			off = g * PCPU_GRAIN;
+			break;
+		}
+	}
+	slub_unlock(&pcpu_alloc_lock);
+	if (off)
+		for_each_possible_cpu(cpu)
+			memset(per_cpu_ptr(off, cpu), 0, n * PCPU_GRAIN);
+	return off;
+}
+
+void percpu_free(pcpu_off_t off, size_t size)
+{
+	if (!off)
+		return;
+	slub_lock(&pcpu_alloc_lock);
+	grains_set(off / PCPU_GRAIN, (size + PCPU_GRAIN - 1) / PCPU_GRAIN, false);
+	slub_unlock(&pcpu_alloc_lock);
+}
+
+unsigned long percpu_counter_sum(pcpu_off_t off)
+{
+	unsigned long sum = 0;
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(*(unsigned long *)per_cpu_ptr(off, cpu));
+	return sum;
+}
+
+void percpu_counter_clear(pcpu_off_t off)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		WRITE_ONCE(*(unsigned long *)per_cpu_ptr(off, cpu), 0);
+}
+
+/* ---- Stopping a CPU's fast paths ---------------------------------------- */
+
+void percpu_stop(pcpu_off_t ctl, unsigned int cpu)
+{
+	struct percpu_ctl *c = percpu_ctl(ctl, cpu);
+
+	slub_lock(&c->lock);
+	__atomic_store_n(&c->stopped, 1, __ATOMIC_SEQ_CST);
+	/*
+	 * A sequence that began on cpu before the store above may still be
+	 * between its stopped check and its commit; the membarrier aborts it,
+	 * and its retry reads stopped == 1. In fallback mode every operation
+	 * takes the lock we hold, which is all the stopping it needs.
+	 */
+	if (percpu_rseq())
+		percpu_membarrier_cpu(cpu);
+}
+
+void percpu_resume(pcpu_off_t ctl, unsigned int cpu)
+{
+	struct percpu_ctl *c = percpu_ctl(ctl, cpu);
+
+	__atomic_store_n(&c->stopped, 0, __ATOMIC_RELEASE);
+	slub_unlock(&c->lock);
+}
+
+void percpu_wait_stopped(pcpu_off_t ctl)
+{
+	unsigned int cpu = raw_smp_processor_id();
+
+	/* The stopper holds the lock for as long as the CPU is stopped. */
+	percpu_lock(ctl, cpu);
+	percpu_unlock(ctl, cpu);
+}
+
+/* ---- Fallback mode: the same operations under the per-CPU lock ----------- */
+
+/*
+ * In fallback mode the lock is all it takes. A thread that has no rseq area
+ * in a process that runs on rseq (its registration failed) must not race
+ * the other threads' sequences, so it stops the CPU instead (case (c) of
+ * the invariant).
+ */
+static uintptr_t *lock_this_cpu(pcpu_off_t ctl, pcpu_off_t v, unsigned int *cpu)
+{
+	*cpu = raw_smp_processor_id();
+	if (percpu_rseq())
+		percpu_stop(ctl, *cpu);
+	else
+		percpu_lock(ctl, *cpu);
+	return per_cpu_ptr(v, *cpu);
+}
+
+static void unlock_this_cpu(pcpu_off_t ctl, unsigned int cpu)
+{
+	if (percpu_rseq())
+		percpu_resume(ctl, cpu);
+	else
+		percpu_unlock(ctl, cpu);
+}
+
+enum rseq_result percpu_lock_cmpxchg(pcpu_off_t ctl, pcpu_off_t v,
+				     uintptr_t expect, uintptr_t newv)
+{
+	unsigned int cpu;
+	uintptr_t *p = lock_this_cpu(ctl, v, &cpu);
+	enum rseq_result r = RSEQ_FAIL;
+
+	if (READ_ONCE(*p) == expect) {
+		WRITE_ONCE(*p, newv);
+		r = RSEQ_OK;
+	}
+	unlock_this_cpu(ctl, cpu);
+	return r;
+}
+
+enum rseq_result percpu_lock_pop(pcpu_off_t ctl, pcpu_off_t v, size_t off,
+				 void **load)
+{
+	unsigned int cpu;
+	uintptr_t *p = lock_this_cpu(ctl, v, &cpu);
+	char *head = (char *)READ_ONCE(*p);
+	enum rseq_result r = RSEQ_FAIL;
+
+	if (head) {
+		*load = head;
+		WRITE_ONCE(*p, *(uintptr_t *)(head + off));
+		r = RSEQ_OK;
+	}
+	unlock_this_cpu(ctl, cpu);
+	return r;
+}
+
+enum rseq_result percpu_lock_push(pcpu_off_t ctl, pcpu_off_t v, void *node,
+				  size_t off)
+{
+	unsigned int cpu;
+	uintptr_t *p = lock_this_cpu(ctl, v, &cpu);
+
+	*(uintptr_t *)((char *)node + off) = READ_ONCE(*p);
+	WRITE_ONCE(*p, (uintptr_t)node);
+	unlock_this_cpu(ctl, cpu);
+	return RSEQ_OK;
+}
+
+/* ---- fork ------------------------------------------------------------------ */
+
+void percpu_lock_all(pcpu_off_t ctl)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		percpu_lock(ctl, cpu);
+}
+
+void percpu_unlock_all(pcpu_off_t ctl)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		percpu_unlock(ctl, cpu);
+}
+
+/* In a fork child: the parent's other threads, and their waits, are gone. */
+void percpu_reinit_all(pcpu_off_t ctl)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		slub_lock_init(&percpu_ctl(ctl, cpu)->lock);
+}

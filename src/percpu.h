@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-CPU layer: CPU numbering, per-CPU areas, per-CPU locks, and
+ * operations on the current CPU's data through restartable sequences.
+ *
+ * Per-CPU areas. One region of address space per possible CPU (a "unit",
+ * PERCPU_UNIT_SIZE bytes, reserved but only backed where touched). A
+ * per-CPU variable is an offset into every unit: CPU c's copy lives at
+ * pcpu_base + (c << PERCPU_UNIT_SHIFT) + off, as with the kernel's percpu
+ * allocator. Units are far apart, so two CPUs never share a cache line of
+ * per-CPU state.
+ *
+ * Two kinds of per-CPU state:
+ *  - locked state (the page allocator's pcp lists): changed only under the
+ *    owning structure's per-CPU lock, by whichever thread holds it.
+ *  - fast-path state (the slab layer's CPU freelists): such a structure
+ *    begins with a struct percpu_ctl, and
+ *
+ *    THE INVARIANT: the fast-path state of CPU X is changed only
+ *      (a) by a restartable sequence that commits on CPU X,
+ *      (b) under X's per-CPU lock when the process runs in fallback mode
+ *          (no rseq: every per-CPU operation takes the lock), or
+ *      (c) while X's fast paths are stopped (percpu_stop(): X's lock held,
+ *          X's stopped flag set, and every sequence running on X aborted
+ *          by membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ)).
+ *    Fast paths take no lock and issue no atomic read-modify-write
+ *    instruction.
+ *
+ *  Statistics are the one exception: a counter is bumped with
+ *  this_cpu_add() (a restartable add, or a relaxed atomic add in fallback
+ *  mode) and cleared from any thread, as the kernel clears its counters.
+ *
+ * Lock order: per-CPU lock -> list_lock -> zone->lock. No path holds two
+ * per-CPU locks except the fork handler, which takes them in CPU order.
+ */
+#ifndef SLUB_PERCPU_H
+#define SLUB_PERCPU_H
+
+#include <errno.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch.h"
+#include "compiler.h"
+#include "lock.h"
+
+/* ---- CPU numbering (cpu.c) ---------------------------------------------- */
+
+struct slub_cpus {
+	unsigned int nr_ids;		/* highest possible CPU + 1 */
+	unsigned int possible;		/* /sys/devices/system/cpu/possible */
+	unsigned int present;
+	unsigned int online;
+	unsigned int affinity;		/* CPUs this process may run on */
+};
+
+extern struct slub_cpus slub_cpus;
+#define nr_cpu_ids	(slub_cpus.nr_ids)
+
+int slub_cpus_init(void);
+/* Count the CPUs in a kernel cpulist ("0-3,8,10-11"); -1 if malformed. */
+int cpulist_parse(const char *s, unsigned int *max_cpu);
+
+/* ---- The rseq ABI (uapi/linux/rseq.h) ------------------------------------ */
+
+struct slub_rseq_abi {
+	uint32_t cpu_id_start;
+	uint32_t cpu_id;
+	uint64_t rseq_cs;
+	uint32_t flags;
+	uint32_t node_id;
+	uint32_t mm_cid;
+} __aligned(32);
+
+enum percpu_mode {
+	PERCPU_MODE_RSEQ,	/* restartable sequences + membarrier */
+	PERCPU_MODE_LOCK,	/* fallback: every operation takes the lock */
+};
+
+struct percpu_state {
+	enum percpu_mode mode;
+	bool rseq_from_glibc;	/* reusing glibc's registration */
+	ptrdiff_t rseq_offset;	/* thread pointer -> struct slub_rseq_abi */
+	const char *why;	/* why this mode */
+};
+
+extern struct percpu_state percpu_state;
+
+int slub_rseq_init(void);
+struct slub_rseq_abi *slub_rseq_register_current(void);
+
+static __always_inline bool percpu_rseq(void)
+{
+	return likely(percpu_state.mode == PERCPU_MODE_RSEQ);
+}
+
+/* This thread's rseq area; NULL if it cannot be registered. */
+static __always_inline struct slub_rseq_abi *rseq_current(void)
+{
+	if (likely(percpu_state.rseq_from_glibc))
+		return (struct slub_rseq_abi *)((char *)arch_thread_pointer() +
+						percpu_state.rseq_offset);
+	return slub_rseq_register_current();
+}
+
+/* The CPU this thread runs on now (it may move at once). */
+static inline unsigned int raw_smp_processor_id(void)
+{
+	if (percpu_rseq()) {
+		struct slub_rseq_abi *rs = rseq_current();
+
+		if (rs)
+			return READ_ONCE(rs->cpu_id);
+	}
+	int cpu = sched_getcpu();
+
+	return cpu < 0 || (unsigned int)cpu >= nr_cpu_ids ? 0 : (unsigned int)cpu;
+}
+
+/* ---- Per-CPU areas -------------------------------------------------------- */
+
+#define PERCPU_UNIT_SHIFT	20
+#define PERCPU_UNIT_SIZE	(1UL << PERCPU_UNIT_SHIFT)
+
+typedef uintptr_t pcpu_off_t;
+
+extern char *pcpu_base;
+
+int percpu_init(void);
+/* A zeroed per-CPU variable of size bytes; 0 when the units are full. */
+pcpu_off_t percpu_alloc(size_t size, size_t align);
+void percpu_free(pcpu_off_t off, size_t size);
+
+static __always_inline void *per_cpu_ptr(pcpu_off_t off, unsigned int cpu)
+{
+	return pcpu_base + ((uintptr_t)cpu << PERCPU_UNIT_SHIFT) + off;
+}
+
+#define for_each_possible_cpu(cpu) \
+	for ((cpu) = 0; (cpu) < nr_cpu_ids; (cpu)++)
+
+/* ---- Per-CPU control: lock and stopped flag -------------------------------- */
+
+/*
+ * Leads every per-CPU structure that has fast paths. The stopped flag is
+ * the first word: every restartable sequence on the structure reads it.
+ */
+struct percpu_ctl {
+	uint32_t stopped;
+	struct slub_lock lock;
+};
+
+static inline struct percpu_ctl *percpu_ctl(pcpu_off_t ctl, unsigned int cpu)
+{
+	return per_cpu_ptr(ctl, cpu);
+}
+
+static inline void percpu_lock(pcpu_off_t ctl, unsigned int cpu)
+{
+	slub_lock(&percpu_ctl(ctl, cpu)->lock);
+}
+
+static inline bool percpu_trylock(pcpu_off_t ctl, unsigned int cpu)
+{
+	return slub_trylock(&percpu_ctl(ctl, cpu)->lock);
+}
+
+static inline void percpu_unlock(pcpu_off_t ctl, unsigned int cpu)
+{
+	slub_unlock(&percpu_ctl(ctl, cpu)->lock);
+}
+
+/*
+ * Stop CPU cpu's fast paths on this structure: on return the caller holds
+ * cpu's lock, no restartable sequence on the structure is running on cpu,
+ * and none will commit there until percpu_resume().
+ */
+void percpu_stop(pcpu_off_t ctl, unsigned int cpu);
+void percpu_resume(pcpu_off_t ctl, unsigned int cpu);
+
+/* A fast path found its CPU stopped: wait for the stopper to finish. */
+void percpu_wait_stopped(pcpu_off_t ctl);
+
+/* ---- Operations on the current CPU ------------------------------------------ */
+
+enum rseq_result {
+	RSEQ_OK,
+	RSEQ_FAIL,	/* compare failed, or the list was empty */
+	RSEQ_STOPPED,	/* this CPU's fast paths are stopped */
+};
+
+/* Statistics: add v to this CPU's copy of the counter at off. */
+static __always_inline void this_cpu_add(pcpu_off_t off, long v)
+{
+	if (percpu_rseq()) {
+		struct slub_rseq_abi *rs = rseq_current();
+
+		if (likely(rs)) {
+			char *p = pcpu_base + off;
+abort:
+			ARCH_RSEQ_ADDV(rs, p, v, PERCPU_UNIT_SHIFT, abort);
+			return;
+		}
+	}
+	__atomic_fetch_add((long *)per_cpu_ptr(off, raw_smp_processor_id()), v,
+			   __ATOMIC_RELAXED);
+}
+
+#define this_cpu_inc(off)	this_cpu_add(off, 1)
+
+/* Sum of every CPU's copy of a counter. */
+unsigned long percpu_counter_sum(pcpu_off_t off);
+void percpu_counter_clear(pcpu_off_t off);
+
+enum rseq_result percpu_lock_cmpxchg(pcpu_off_t ctl, pcpu_off_t v,
+				     uintptr_t expect, uintptr_t newv);
+enum rseq_result percpu_lock_pop(pcpu_off_t ctl, pcpu_off_t v, size_t off,
+				 void **load);
+enum rseq_result percpu_lock_push(pcpu_off_t ctl, pcpu_off_t v, void *node,
+				  size_t off);
+
+/*
+ * On the current CPU: if (*v == expect) *v = newv. v and ctl are per-CPU
+ * offsets, v inside the structure that ctl leads.
+ */
+static __always_inline enum rseq_result
+this_cpu_cmpxchg(pcpu_off_t ctl, pcpu_off_t v, uintptr_t expect, uintptr_t newv)
+{
+	struct slub_rseq_abi *rs;
+
+	if (unlikely(!percpu_rseq() || !(rs = rseq_current())))
+		return percpu_lock_cmpxchg(ctl, v, expect, newv);
+abort:
+	ARCH_RSEQ_CMPEQV_STOREV(rs, pcpu_base + ctl, pcpu_base + v, expect,
+				newv, PERCPU_UNIT_SHIFT, abort, stopped, fail);
+	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
+fail:
+	return RSEQ_FAIL;
+}
+
+/*
+ * On the current CPU: pop the first node of the list whose head is at v;
+ * a node's next pointer is off bytes into it.
+ */
+static __always_inline enum rseq_result
+this_cpu_pop(pcpu_off_t ctl, pcpu_off_t v, size_t off, void **load)
+{
+	struct slub_rseq_abi *rs;
+
+	if (unlikely(!percpu_rseq() || !(rs = rseq_current())))
+		return percpu_lock_pop(ctl, v, off, load);
+abort:
+	ARCH_RSEQ_POP(rs, pcpu_base + ctl, pcpu_base + v, off, load,
+		      PERCPU_UNIT_SHIFT, abort, stopped, fail);
+	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
+fail:
+	return RSEQ_FAIL;
+}
+
+/* On the current CPU: push node onto the list whose head is at v. */
+static __always_inline enum rseq_result
+this_cpu_push(pcpu_off_t ctl, pcpu_off_t v, void *node, size_t off)
+{
+	struct slub_rseq_abi *rs;
+
+	if (unlikely(!percpu_rseq() || !(rs = rseq_current())))
+		return percpu_lock_push(ctl, v, node, off);
+abort:
+	ARCH_RSEQ_PUSH(rs, pcpu_base + ctl, pcpu_base + v, node, off,
+		       PERCPU_UNIT_SHIFT, abort, stopped);
+	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
+}
+
+/* Take every per-CPU lock in CPU order (fork), and give them back. */
+void percpu_lock_all(pcpu_off_t ctl);
+void percpu_unlock_all(pcpu_off_t ctl);
+void percpu_reinit_all(pcpu_off_t ctl);
+
+#endif /* SLUB_PERCPU_H */

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Restartable sequences: which registration to use, and whether the
+ * process can run its per-CPU fast paths on them at all.
+ *
+ * glibc 2.35 and later register an rseq area for every thread and publish
+ * where it is (__rseq_offset from the thread pointer, __rseq_size). We
+ * reuse that registration: a thread can have only one. When glibc did not
+ * register (older glibc, GLIBC_TUNABLES=glibc.pthread.rseq=0), libslub
+ * registers its own area per thread on first use, with the same signature.
+ *
+ * Stopping another CPU's fast paths needs
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ), which the process
+ * must register for once. Without rseq or without membarrier the process
+ * runs in fallback mode, where every per-CPU operation takes the per-CPU
+ * lock: the same behaviour, slower. SLUB_RSEQ=0 asks for fallback mode.
+ * ThreadSanitizer cannot see restartable sequences (they are inline
+ * assembly), so a ThreadSanitizer build always runs in fallback mode.
+ */
+#include <linux/membarrier.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "percpu.h"
+
+#ifndef __NR_rseq
+#define __NR_rseq 334
+#endif
+
+/* glibc >= 2.35; weak so that libslub loads with an older glibc. */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+
+struct percpu_state percpu_state = {
+	.mode = PERCPU_MODE_LOCK,
+	.why = "not initialised",
+};
+
+static __thread struct slub_rseq_abi own_rseq
+	__attribute__((tls_model("initial-exec"))) = {
+	.cpu_id = (uint32_t)-1,
+};
+static __thread int own_rseq_state __attribute__((tls_model("initial-exec")));
+
+static int sys_rseq(struct slub_rseq_abi *rs, uint32_t len, int flags)
+{
+	return (int)syscall(__NR_rseq, rs, len, flags, RSEQ_SIG);
+}
+
+static int sys_membarrier(int cmd, unsigned int flags, int cpu)
+{
+	return (int)syscall(__NR_membarrier, cmd, flags, cpu);
+}
+
+/*
+ * Own registration, per thread, on first use. 1 registered, -1 failed (the
+ * thread then uses the locked operations, which are always correct).
+ */
+struct slub_rseq_abi *slub_rseq_register_current(void)
+{
+	if (likely(own_rseq_state > 0))
+		return &own_rseq;
+	if (own_rseq_state < 0)
+		return NULL;
+	if (sys_rseq(&own_rseq, sizeof(own_rseq), 0) == 0) {
+		own_rseq_state = 1;
+		return &own_rseq;
+	}
+	own_rseq_state = -1;
+	return NULL;
+}
+
+static bool env_disables_rseq(void)
+{
+	const char *v = getenv("SLUB_RSEQ");
+
+	return v && (strcmp(v, "0") == 0 || strcmp(v, "off") == 0 ||
+		     strcmp(v, "no") == 0);
+}
+
+int slub_rseq_init(void)
+{
+	int q;
+
+	percpu_state.mode = PERCPU_MODE_LOCK;
+	if (SLUB_TSAN) {
+		percpu_state.why = "fallback: ThreadSanitizer build";
+		return 0;
+	}
+	if (env_disables_rseq()) {
+		percpu_state.why = "fallback: SLUB_RSEQ=0";
+		return 0;
+	}
+	if (&__rseq_size && &__rseq_offset && __rseq_size > 0) {
+		percpu_state.rseq_from_glibc = true;
+		percpu_state.rseq_offset = __rseq_offset;
+	} else {
+		percpu_state.rseq_from_glibc = false;
+		percpu_state.rseq_offset = (char *)&own_rseq -
+					   (char *)arch_thread_pointer();
+		if (!slub_rseq_register_current()) {
+			percpu_state.why = "fallback: rseq not available";
+			return 0;
+		}
+	}
+	q = sys_membarrier(MEMBARRIER_CMD_QUERY, 0, 0);
+	if (q < 0 || !(q & MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) ||
+	    sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0)) {
+		percpu_state.why = "fallback: membarrier RSEQ not available";
+		return 0;
+	}
+	percpu_state.mode = PERCPU_MODE_RSEQ;
+	percpu_state.why = percpu_state.rseq_from_glibc ?
+		"rseq (glibc registration)" : "rseq (own registration)";
+	return 0;
+}
+
+/*
+ * Abort every restartable sequence running on cpu: after this returns, a
+ * sequence on cpu that started before the caller's stores either committed
+ * or restarts and sees them.
+ */
+void percpu_membarrier_cpu(unsigned int cpu)
+{
+	if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
+			   MEMBARRIER_CMD_FLAG_CPU, (int)cpu) == 0)
+		return;
+	/* Kernels before 5.10 know no CPU flag: interrupt every CPU. */
+	if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0)
+		return;
+	/* After fork on some kernels: register again and retry. */
+	sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0);
+	if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) != 0)
+		abort();	/* the invariant cannot be kept: stop here */
+}

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+/* The sysfs-style namespace: lookup, listing, and the two public calls. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "init.h"
+#include "sysfs.h"
+
+#include <slub.h>
+
+struct slub_lock sysfs_lock = SLUB_LOCK_INIT;
+
+static struct sysfs_dir sysfs_root = { .name = "" };
+
+void seq_printf(struct seq_buf *s, const char *fmt, ...)
+{
+	size_t room = s->len < s->size ? s->size - s->len : 0;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(room ? s->buf + s->len : NULL, room, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		s->len += (size_t)n;
+}
+
+void sysfs_add_dir(struct sysfs_dir *parent, struct sysfs_dir *dir)
+{
+	struct sysfs_dir **p;
+
+	if (!parent)
+		parent = &sysfs_root;
+	slub_lock(&sysfs_lock);
+	dir->parent = parent;
+	dir->children = NULL;
+	/* Keep siblings sorted by name, as ls shows them. */
+	for (p = &parent->children; *p && strcmp((*p)->name, dir->name) < 0;
+	     p = &(*p)->next)
+		;
+	dir->next = *p;
+	*p = dir;
+	slub_unlock(&sysfs_lock);
+}
+
+void sysfs_remove_dir(struct sysfs_dir *dir)
+{
+	struct sysfs_dir **p;
+
+	slub_lock(&sysfs_lock);
+	for (p = &dir->parent->children; *p; p = &(*p)->next) {
+		if (*p == dir) {
+			*p = dir->next;
+			break;
+		}
+	}
+	slub_unlock(&sysfs_lock);
+}
+
+int sysfs_parse_ulong(const char *val, unsigned long *out)
+{
+	unsigned long v = 0;
+	const char *s = val;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		unsigned long d = (unsigned long)(*s - '0');
+
+		if (v > (~0UL - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+	}
+	if (*s == '\n')
+		s++;
+	if (*s)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+void sysfs_show_counter(struct seq_buf *s, pcpu_off_t off)
+{
+	unsigned int cpu;
+
+	seq_printf(s, "%lu", percpu_counter_sum(off));
+	for_each_possible_cpu(cpu) {
+		unsigned long v = READ_ONCE(*(unsigned long *)per_cpu_ptr(off, cpu));
+
+		if (v)
+			seq_printf(s, " C%u=%lu", cpu, v);
+	}
+	seq_printf(s, "\n");
+}
+
+int sysfs_clear_counter(pcpu_off_t off, const char *val)
+{
+	unsigned long v;
+
+	if (sysfs_parse_ulong(val, &v) || v != 0)
+		return -EINVAL;
+	percpu_counter_clear(off);
+	return 0;
+}
+
+/*
+ * Walk path from the root. Returns the directory reached; if the last
+ * component names a file, *attr is set. NULL if nothing matches.
+ */
+static struct sysfs_dir *sysfs_lookup(const char *path,
+				      const struct slub_attr **attr)
+{
+	struct sysfs_dir *dir = &sysfs_root;
+
+	*attr = NULL;
+	while (*path) {
+		const char *end = strchr(path, '/');
+		size_t len = end ? (size_t)(end - path) : strlen(path);
+		struct sysfs_dir *c;
+
+		if (len == 0) {
+			path++;
+			continue;
+		}
+		for (c = dir->children; c; c = c->next)
+			if (strlen(c->name) == len && !memcmp(c->name, path, len))
+				break;
+		if (c) {
+			dir = c;
+		} else {
+			unsigned int i;
+
+			for (i = 0; i < dir->nr_attrs; i++)
+				if (strlen(dir->attrs[i].name) == len &&
+				    !memcmp(dir->attrs[i].name, path, len))
+					break;
+			/* A file ends the path (a trailing '/' is not allowed). */
+			if (i == dir->nr_attrs || end)
+				return NULL;
+			*attr = &dir->attrs[i];
+			return dir;
+		}
+		path += len;
+	}
+	return dir;
+}
+
+static void sysfs_list(struct seq_buf *s, struct sysfs_dir *dir)
+{
+	struct sysfs_dir *c;
+
+	for (c = dir->children; c; c = c->next)
+		seq_printf(s, "%s/\n", c->name);
+	for (unsigned int i = 0; i < dir->nr_attrs; i++)
+		seq_printf(s, "%s\n", dir->attrs[i].name);
+}
+
+ssize_t slub_sysfs_read(const char *path, char *buf, size_t size)
+{
+	struct seq_buf s = { .buf = buf, .size = size };
+	const struct slub_attr *attr;
+	struct sysfs_dir *dir;
+
+	if (!path || !buf || !size)
+		return -EINVAL;
+	if (slub_init())
+		return -ENOMEM;
+	buf[0] = '\0';
+	slub_lock(&sysfs_lock);
+	dir = sysfs_lookup(path, &attr);
+	if (dir && attr)
+		attr->show(&s, dir->obj, attr->arg);
+	else if (dir)
+		sysfs_list(&s, dir);
+	slub_unlock(&sysfs_lock);
+	if (!dir)
+		return -ENOENT;
+	return (ssize_t)s.len;
+}
+
+int slub_sysfs_write(const char *path, const char *value)
+{
+	const struct slub_attr *attr;
+	struct sysfs_dir *dir;
+	int ret;
+
+	if (!path || !value)
+		return -EINVAL;
+	if (slub_init())
+		return -ENOMEM;
+	slub_lock(&sysfs_lock);
+	dir = sysfs_lookup(path, &attr);
+	if (!dir)
+		ret = -ENOENT;
+	else if (!attr)
+		ret = -EISDIR;
+	else if (!attr->store)
+		ret = -EPERM;
+	else
+		ret = attr->store(dir->obj, attr->arg, value);
+	slub_unlock(&sysfs_lock);
+	return ret;
+}

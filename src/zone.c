@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Setting the zone up (the arena, the struct page array, the pcp lists and
+ * their tunables), keeping it usable across fork, and checking it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "init.h"
+#include "page_alloc.h"
+#include "report.h"
+
+unsigned long parse_size(const char *s)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return 0;
+	v = strtoul(s, &end, 10);
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	case 't': case 'T': v <<= 40; end++; break;
+	default: break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	return *end ? 0 : v;
+}
+
+static void *reserve(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Reserve size bytes aligned to the largest block, and their page array. */
+static int reserve_arena(unsigned long size)
+{
+	unsigned long align = SLUB_ARENA_MIN;
+	char *raw, *arena;
+
+	size &= ~(align - 1);
+	if (size < SLUB_ARENA_MIN)
+		return -EINVAL;
+	raw = reserve(size + align);
+	if (!raw)
+		return -ENOMEM;
+	arena = (char *)ALIGN((uintptr_t)raw, align);
+	if (arena > raw)
+		munmap(raw, (size_t)(arena - raw));
+	munmap(arena + size, (size_t)(raw + align - arena));
+	zone.pages = reserve((size >> PAGE_SHIFT) * sizeof(struct page));
+	if (!zone.pages) {
+		munmap(arena, size);
+		return -ENOMEM;
+	}
+	zone.arena = arena;
+	zone.nr_pages = size >> PAGE_SHIFT;
+	return 0;
+}
+
+/*
+ * The kernel's zone_batchsize() of 2016: about a thousandth of the zone,
+ * capped at 512 KiB, quartered, and rounded to 2^n - 1 so that batches do
+ * not line up with cache colours. 31 for any arena of 512 MiB or more.
+ */
+static int zone_batchsize(unsigned long pages)
+{
+	unsigned long batch = pages >> 10;
+
+	if (batch > (512UL << 10) / PAGE_SIZE)
+		batch = (512UL << 10) / PAGE_SIZE;
+	batch /= 4;
+	if (batch < 1)
+		batch = 1;
+	batch = batch + batch / 2;
+	while (batch & (batch - 1))
+		batch &= batch - 1;
+	return batch > 1 ? (int)batch - 1 : 1;
+}
+
+/*
+ * high follows batch: 6 * batch before the 2016 patch; with the high-order
+ * lists, batch * MIGRATE_PCPTYPES (3) + (batch << PAGE_ALLOC_COSTLY_ORDER),
+ * so that one refill rarely makes the next free drain (Mel Gorman's
+ * pageset_set_batch() comment).
+ */
+static void pcp_update_high(void)
+{
+	int batch = zone.batch;
+
+	if (zone.high_set)
+		return;
+	WRITE_ONCE(zone.high, zone.pcp_high_order ?
+		   batch * 3 + (batch << PAGE_ALLOC_COSTLY_ORDER) : 6 * batch);
+}
+
+int pcp_set_high_order(unsigned long on)
+{
+	if (on > 1)
+		return -EINVAL;
+	WRITE_ONCE(zone.pcp_high_order, (int)on);
+	pcp_update_high();
+	/* Switching off strands pages on the order 1-3 lists: give them back. */
+	if (!on)
+		drain_all_pages();
+	return 0;
+}
+
+int pcp_set_batch(unsigned long batch)
+{
+	if (batch < 1 || batch > (1UL << 20) ||
+	    (zone.high_set && (int)batch > zone.high))
+		return -EINVAL;
+	WRITE_ONCE(zone.batch, (int)batch);
+	pcp_update_high();
+	return 0;
+}
+
+/* 0 goes back to high following batch. */
+int pcp_set_high(unsigned long high)
+{
+	if (high == 0) {
+		zone.high_set = 0;
+		pcp_update_high();
+		return 0;
+	}
+	if (high < (unsigned long)zone.batch || high > (1UL << 24))
+		return -EINVAL;
+	zone.high_set = 1;
+	WRITE_ONCE(zone.high, (int)high);
+	return 0;
+}
+
+int page_alloc_init(void)
+{
+	const char *env = getenv("SLUB_ARENA_SIZE");
+	unsigned long size = SLUB_ARENA_DEFAULT;
+	unsigned int cpu;
+	int ret;
+
+	if (env) {
+		size = parse_size(env);
+		if (size < SLUB_ARENA_MIN) {
+			slub_pr_err("libslub: SLUB_ARENA_SIZE=%s is not a size of "
+				    "at least 4M; using the default\n", env);
+			size = SLUB_ARENA_DEFAULT;
+		}
+	}
+	/* Without an explicit size, settle for what the system lets us reserve. */
+	while ((ret = reserve_arena(size)) == -ENOMEM && !env &&
+	       size > 64 * SLUB_ARENA_MIN)
+		size >>= 1;
+	if (ret)
+		return ret;
+
+	for (unsigned int o = 0; o <= MAX_PAGE_ORDER; o++)
+		INIT_LIST_HEAD(&zone.free_area[o].free_list);
+	zone.frontier = 0;
+	zone.free_pages = zone.nr_pages;
+	zone.released_pages = zone.nr_pages;
+
+	zone.pcp = percpu_alloc(sizeof(struct per_cpu_pages), SMP_CACHE_BYTES);
+	zone.stats = percpu_alloc(NR_PA_STATS * sizeof(unsigned long),
+				  SMP_CACHE_BYTES);
+	if (!zone.pcp || !zone.stats)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu) {
+		struct per_cpu_pages *pcp = per_cpu_ptr(zone.pcp, cpu);
+
+		for (int i = 0; i < NR_PCP_LISTS; i++)
+			INIT_LIST_HEAD(&pcp->lists[i]);
+	}
+	zone.pcp_high_order = 1;
+	zone.batch = zone_batchsize(zone.nr_pages);
+	pcp_update_high();
+	return 0;
+}
+
+/* ---- fork: no lock may stay held in the child --------------------------------- */
+
+void page_alloc_fork_prepare(void)
+{
+	percpu_lock_all(zone.pcp);
+	slub_lock(&zone.lock);
+}
+
+void page_alloc_fork_parent(void)
+{
+	slub_unlock(&zone.lock);
+	percpu_unlock_all(zone.pcp);
+}
+
+void page_alloc_fork_child(void)
+{
+	slub_lock_init(&zone.lock);
+	percpu_reinit_all(zone.pcp);
+}
+
+/* ---- Snapshots and the consistency check ---------------------------------------- */
+
+void zone_snapshot(struct zone_snapshot *snap)
+{
+	unsigned long pcp = 0;
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		pcp += (unsigned long)READ_ONCE(
+			((struct per_cpu_pages *)per_cpu_ptr(zone.pcp, cpu))->count);
+	slub_lock(&zone.lock);
+	for (unsigned int o = 0; o <= MAX_PAGE_ORDER; o++)
+		snap->nr_free[o] = zone.free_area[o].nr_free;
+	snap->nr_free[MAX_PAGE_ORDER] += (zone.nr_pages - zone.frontier) >>
+					 MAX_PAGE_ORDER;
+	snap->free = zone.free_pages;
+	snap->released = zone.released_pages;
+	slub_unlock(&zone.lock);
+	snap->total = zone.nr_pages;
+	snap->pcp = pcp;
+	snap->used = snap->total - snap->free - pcp;
+}
+
+static unsigned long check_list(struct list_head *head, enum page_type type,
+				unsigned int order, const char *where,
+				unsigned long *pages, unsigned long *released)
+{
+	unsigned long errors = 0, n = 0;
+	struct list_head *pos;
+
+	list_for_each(pos, head) {
+		struct page *page = list_entry(pos, struct page, lru);
+		unsigned long pfn = page_to_pfn(page);
+
+		n++;
+		if (page_state(page) != PAGE_STATE(type, order) ||
+		    (pfn & ((1UL << order) - 1)) || pfn >= zone.frontier) {
+			slub_pr_err("BUG: page_alloc: pfn %05lx on the %s order-%u "
+				    "list has state %#x\n", pfn, where, order,
+				    page_state(page));
+			errors++;
+		}
+		if (released && (page->flags & PG_released))
+			*released += 1UL << order;
+	}
+	*pages += n << order;
+	return errors;
+}
+
+unsigned long page_alloc_check(void)
+{
+	unsigned long errors = 0, buddy = 0, pcp_pages = 0, released = 0;
+	unsigned int cpu;
+
+	if (slub_init())
+		return 0;
+	page_alloc_fork_prepare();	/* every lock: the whole state holds still */
+	for (unsigned int o = 0; o <= MAX_PAGE_ORDER; o++) {
+		unsigned long pages = 0;
+
+		errors += check_list(&zone.free_area[o].free_list, PGTY_BUDDY, o,
+				     "buddy", &pages, &released);
+		if (pages >> o != zone.free_area[o].nr_free) {
+			slub_pr_err("BUG: page_alloc: order-%u nr_free %lu, list "
+				    "holds %lu\n", o, zone.free_area[o].nr_free,
+				    pages >> o);
+			errors++;
+		}
+		buddy += pages;
+	}
+	buddy += zone.nr_pages - zone.frontier;
+	released += zone.nr_pages - zone.frontier;
+	if (buddy != zone.free_pages || released != zone.released_pages) {
+		slub_pr_err("BUG: page_alloc: free lists hold %lu pages (%lu "
+			    "released), zone counts %lu (%lu)\n", buddy, released,
+			    zone.free_pages, zone.released_pages);
+		errors++;
+	}
+	for_each_possible_cpu(cpu) {
+		struct per_cpu_pages *pcp = per_cpu_ptr(zone.pcp, cpu);
+		unsigned long pages = 0;
+
+		for (unsigned int o = 0; o < NR_PCP_LISTS; o++)
+			errors += check_list(&pcp->lists[o], PGTY_PCP, o, "pcp",
+					     &pages, NULL);
+		if (pages != (unsigned long)pcp->count) {
+			slub_pr_err("BUG: page_alloc: CPU %u pcp count %d, lists "
+				    "hold %lu pages\n", cpu, pcp->count, pages);
+			errors++;
+		}
+		pcp_pages += pages;
+	}
+	page_alloc_fork_parent();
+	return errors;
+}

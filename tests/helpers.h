@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared helpers for the tests: sysfs numbers, stderr capture, RSS. */
+#ifndef SLUB_TEST_HELPERS_H
+#define SLUB_TEST_HELPERS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <slub.h>
+
+/* The first number of a sysfs file (the total, for a counter). */
+static inline long long sysfs_num(const char *path)
+{
+	char buf[4096];
+	ssize_t n = slub_sysfs_read(path, buf, sizeof(buf));
+
+	if (n < 0) {
+		fprintf(stderr, "sysfs read %s: %zd\n", path, n);
+		return -1;
+	}
+	return strtoll(buf, NULL, 10);
+}
+
+static inline int sysfs_set(const char *path, const char *value)
+{
+	int r = slub_sysfs_write(path, value);
+
+	if (r)
+		fprintf(stderr, "sysfs write %s=%s: %d\n", path, value, r);
+	return r;
+}
+
+/* buddyinfo's per-order counts. */
+static inline void buddyinfo(unsigned long nr[NR_PAGE_ORDERS])
+{
+	char buf[512];
+	char *p;
+
+	slub_sysfs_read("page_alloc/buddyinfo", buf, sizeof(buf));
+	p = strstr(buf, "Normal") + strlen("Normal");
+	for (int o = 0; o < NR_PAGE_ORDERS; o++)
+		nr[o] = strtoul(p, &p, 10);
+}
+
+/* A value from page_alloc/zoneinfo ("pages_free", ...). */
+static inline long long zoneinfo(const char *key)
+{
+	char buf[1024];
+	char *p;
+
+	slub_sysfs_read("page_alloc/zoneinfo", buf, sizeof(buf));
+	p = strstr(buf, key);
+	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+/*
+ * Capture what the library writes to stderr while fn runs. The text goes
+ * to a temporary file so that a long report cannot block on a pipe.
+ */
+static inline void capture_stderr(void (*fn)(void *), void *arg, char *out,
+				  size_t size)
+{
+	char name[] = "/tmp/slub-test-XXXXXX";
+	int fd = mkstemp(name), saved = dup(STDERR_FILENO);
+	ssize_t n;
+
+	fflush(stderr);
+	dup2(fd, STDERR_FILENO);
+	fn(arg);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	lseek(fd, 0, SEEK_SET);
+	n = read(fd, out, size - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(fd);
+	unlink(name);
+}
+
+/* Resident set size in KiB, from /proc/self/statm. */
+static inline long rss_kib(void)
+{
+	long pages = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+		resident = -1;
+	fclose(f);
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static inline int nr_cpus_allowed(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	sched_getaffinity(0, sizeof(set), &set);
+	return CPU_COUNT(&set);
+}
+
+/* The CPUs the process may use: call test_cpus_init() first in main(). */
+static cpu_set_t test_all_cpus __attribute__((unused));
+
+static inline void test_cpus_init(void)
+{
+	CPU_ZERO(&test_all_cpus);
+	sched_getaffinity(0, sizeof(test_all_cpus), &test_all_cpus);
+}
+
+/* Move the calling thread to the n-th CPU it may run on (wrapping). */
+static inline void migrate_to(int n)
+{
+	cpu_set_t one;
+	int seen = 0, want;
+
+	want = n % CPU_COUNT(&test_all_cpus);
+	CPU_ZERO(&one);
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &test_all_cpus))
+			continue;
+		if (seen++ == want) {
+			CPU_SET(c, &one);
+			break;
+		}
+	}
+	sched_setaffinity(0, sizeof(one), &one);
+}
+
+static inline void unpin(void)
+{
+	sched_setaffinity(0, sizeof(test_all_cpus), &test_all_cpus);
+}
+
+/* xorshift64*: cheap, per-thread, reproducible. */
+static inline unsigned long long rnd_next(unsigned long long *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ULL;
+}
+
+#endif /* SLUB_TEST_HELPERS_H */

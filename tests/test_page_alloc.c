@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The page allocator, case by case: the API contract, every bad-input
+ * report, the pcp lists in both modes, the round-robin drain, counters
+ * that must add up, merging back to max order, and memory given back to
+ * the operating system.
+ */
+#include <stdint.h>
+
+#include "helpers.h"
+#include "page_alloc.h"
+#include "test.h"
+
+#define PAGE	SLUB_PAGE_SIZE
+
+/* Pin to one CPU and empty every list: a known starting point. */
+static void reset(void)
+{
+	migrate_to(0);
+	drain_all_pages();
+}
+
+/* After everything is freed and drained: all memory in max-order blocks. */
+static void check_all_merged(void)
+{
+	unsigned long nr[NR_PAGE_ORDERS];
+
+	drain_all_pages();
+	buddyinfo(nr);
+	for (int o = 0; o < MAX_PAGE_ORDER; o++)
+		CHECK_EQ(nr[o], 0);
+	CHECK_EQ(nr[MAX_PAGE_ORDER] << MAX_PAGE_ORDER, zoneinfo("pages_total"));
+	CHECK_EQ(zoneinfo("pages_used"), 0);
+	CHECK_EQ(page_alloc_check(), 0);
+}
+
+static void test_orders_alignment_zero(void)
+{
+	void *p[NR_PAGE_ORDERS];
+
+	for (unsigned int o = 0; o <= MAX_PAGE_ORDER; o++) {
+		p[o] = __get_free_pages(GFP_KERNEL | __GFP_ZERO, o);
+		CHECK(p[o] != NULL);
+		if (!p[o])
+			continue;
+		CHECK_EQ((uintptr_t)p[o] & ((PAGE << o) - 1), 0);
+		unsigned char *c = p[o];
+		int nonzero = 0;
+
+		for (size_t i = 0; i < (PAGE << o); i++)
+			nonzero |= c[i];
+		CHECK_EQ(nonzero, 0);
+		memset(p[o], 0xa5, PAGE << o);
+	}
+	/* A dirtied page handed out again must still be zeroed on request. */
+	for (unsigned int o = 0; o <= MAX_PAGE_ORDER; o++)
+		free_pages(p[o], o);
+	for (int i = 0; i < 64; i++) {
+		unsigned char *c = get_zeroed_page(GFP_KERNEL);
+
+		CHECK(c != NULL);
+		CHECK(c && c[0] == 0 && c[PAGE - 1] == 0 && c[PAGE / 2] == 0);
+		free_pages(c, 0);
+	}
+	check_all_merged();
+}
+
+static void test_einval(void)
+{
+	errno = 0;
+	CHECK(__get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER + 1) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK(__get_free_pages(GFP_KERNEL, 1000) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	free_pages(NULL, 0);	/* a no-op, like kfree(NULL) */
+}
+
+struct bad_free {
+	void *addr;
+	unsigned int order;
+};
+
+static void do_bad_free(void *arg)
+{
+	struct bad_free *b = arg;
+
+	free_pages(b->addr, b->order);
+}
+
+/* Free badly, check the report, and check nothing changed. */
+static void expect_report(void *addr, unsigned int order, const char *what)
+{
+	struct bad_free b = { addr, order };
+	long long bad = sysfs_num("page_alloc/bad_free");
+	long long used = zoneinfo("pages_used");
+	char out[4096];
+
+	capture_stderr(do_bad_free, &b, out, sizeof(out));
+	CHECK(strstr(out, "BUG: Bad page") != NULL);
+	CHECK(strstr(out, what) != NULL);
+	CHECK(strstr(out, "caller:") != NULL);
+	if (!strstr(out, what))
+		fprintf(stderr, "report was:\n%s\n", out);
+	CHECK_EQ(sysfs_num("page_alloc/bad_free"), bad + 1);
+	CHECK_EQ(zoneinfo("pages_used"), used);
+	CHECK_EQ(page_alloc_check(), 0);
+}
+
+static void test_bad_frees(void)
+{
+	static char not_ours[2 * 4096];
+	char *p2 = __get_free_pages(GFP_KERNEL, 2);
+	char *p0 = __get_free_pages(GFP_KERNEL, 0);
+	char *f = __get_free_pages(GFP_KERNEL, 0);
+
+	CHECK(p2 && p0 && f);
+	memset(p2, 1, PAGE << 2);
+	free_pages(f, 0);
+
+	expect_report(not_ours, 0, "outside the page allocator's arena");
+	expect_report(p2 + 100, 0, "address not page aligned");
+	expect_report(p2 + PAGE, 1, "address not aligned to the order");
+	expect_report(p2 + PAGE, 0, "not the start of an allocated block");
+	expect_report(p2, 1, "freed with the wrong order");
+	expect_report(p2, 3, "freed with the wrong order");
+	expect_report(f, 0, "page already free");	/* on a pcp list */
+
+	/* A block that went back to the buddy lists: freed twice. */
+	drain_all_pages();
+	expect_report(f, 0, "page already free");
+
+	/* The live blocks were not disturbed, and free normally. */
+	for (size_t i = 0; i < (PAGE << 2); i++)
+		if (p2[i] != 1) {
+			CHECK(!"live block changed by a bad free");
+			break;
+		}
+	free_pages(p2, 2);
+	free_pages(p0, 0);
+	check_all_merged();
+}
+
+/* Allocation and free of order-o blocks, n at a time, on CPU 0. */
+static void churn(unsigned int order, int n, int rounds)
+{
+	void **p = calloc((size_t)n, sizeof(*p));
+
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < n; i++)
+			p[i] = __get_free_pages(GFP_KERNEL, order);
+		for (int i = 0; i < n; i++)
+			free_pages(p[i], order);
+	}
+	free(p);
+}
+
+static void clear_stats(void)
+{
+	static const char *const files[] = {
+		"pcp_hit_order0", "pcp_hit_order1", "pcp_hit_order2",
+		"pcp_hit_order3", "pcp_miss_order0", "pcp_miss_order1",
+		"pcp_miss_order2", "pcp_miss_order3", "pcp_free", "pcp_refill",
+		"pcp_drain", "pcp_lock_busy", "buddy_alloc", "buddy_free",
+		"zone_lock",
+	};
+	char path[128];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "page_alloc/%s", files[i]);
+		CHECK_EQ(sysfs_set(path, "0"), 0);
+		CHECK_EQ(sysfs_num(path), 0);
+	}
+}
+
+/* Counters that must add up after a known single-CPU sequence. */
+static void test_pcp_counters(void)
+{
+	long long batch = sysfs_num("page_alloc/pcp_batch");
+	long long high = sysfs_num("page_alloc/pcp_high");
+
+	reset();
+	CHECK_EQ(sysfs_num("page_alloc/pcp_high_order"), 1);
+	CHECK(batch >= 1 && high > batch);
+	clear_stats();
+
+	/* One order-0 page: a miss, one refill of batch pages, one zone lock. */
+	void *p = __get_free_pages(GFP_KERNEL, 0);
+
+	CHECK_EQ(sysfs_num("page_alloc/pcp_miss_order0"), 1);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_refill"), 1);
+	CHECK_EQ(sysfs_num("page_alloc/zone_lock"), 1);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_count"), batch - 1);
+	/* The rest of the batch is served without the zone lock. */
+	void *q[64];
+	int more = batch - 1 < 64 ? (int)batch - 1 : 64;
+
+	for (int i = 0; i < more; i++)
+		q[i] = __get_free_pages(GFP_KERNEL, 0);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_hit_order0"), more);
+	CHECK_EQ(sysfs_num("page_alloc/zone_lock"), 1);
+	for (int i = 0; i < more; i++)
+		free_pages(q[i], 0);
+	free_pages(p, 0);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_free"), more + 1);
+	CHECK_EQ(sysfs_num("page_alloc/zone_lock"), 1);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_count"), batch);
+
+	/* Hits + misses == allocations, per order, in high-order mode. */
+	clear_stats();
+	for (unsigned int o = 0; o <= PAGE_ALLOC_COSTLY_ORDER; o++)
+		churn(o, 10, 20);
+	for (unsigned int o = 0; o <= PAGE_ALLOC_COSTLY_ORDER; o++) {
+		char hit[64], miss[64];
+
+		snprintf(hit, sizeof(hit), "page_alloc/pcp_hit_order%u", o);
+		snprintf(miss, sizeof(miss), "page_alloc/pcp_miss_order%u", o);
+		CHECK_EQ(sysfs_num(hit) + sysfs_num(miss), 200);
+	}
+	CHECK_EQ(sysfs_num("page_alloc/buddy_alloc"), 0);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_free"), 800);
+	/* Every zone->lock hold is a refill or a drain: nothing else here. */
+	CHECK_EQ(sysfs_num("page_alloc/zone_lock"),
+		 sysfs_num("page_alloc/pcp_refill") + sysfs_num("page_alloc/pcp_drain"));
+	unpin();
+	check_all_merged();
+}
+
+/* Order 0 only (before the 2016 patch): orders 1-3 go to the buddy. */
+static void test_pcp_order0_mode(void)
+{
+	reset();
+	CHECK_EQ(sysfs_set("page_alloc/pcp_high_order", "0"), 0);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_high_order"), 0);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_high"), 6 * sysfs_num("page_alloc/pcp_batch"));
+	clear_stats();
+	churn(1, 10, 10);
+	churn(3, 10, 10);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_hit_order1") + sysfs_num("page_alloc/pcp_miss_order1"), 0);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_hit_order3") + sysfs_num("page_alloc/pcp_miss_order3"), 0);
+	CHECK_EQ(sysfs_num("page_alloc/buddy_alloc"), 200);
+	CHECK_EQ(sysfs_num("page_alloc/buddy_free"), 200);
+	CHECK_EQ(sysfs_num("page_alloc/zone_lock"), 400);
+	long long zl0 = sysfs_num("page_alloc/zone_lock");
+
+	/* The same churn with the high-order lists takes the lock far less. */
+	CHECK_EQ(sysfs_set("page_alloc/pcp_high_order", "1"), 0);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_high"),
+		 11 * sysfs_num("page_alloc/pcp_batch"));
+	clear_stats();
+	churn(1, 10, 10);
+	churn(3, 10, 10);
+	CHECK(sysfs_num("page_alloc/zone_lock") * 5 < zl0);
+	CHECK_EQ(sysfs_num("page_alloc/buddy_alloc"), 0);
+
+	/* Switching off hands the order 1-3 lists back at once. */
+	CHECK(sysfs_num("page_alloc/pcp_count") > 0);
+	CHECK_EQ(sysfs_set("page_alloc/pcp_high_order", "0"), 0);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_count"), 0);
+	CHECK_EQ(sysfs_set("page_alloc/pcp_high_order", "1"), 0);
+	unpin();
+	check_all_merged();
+}
+
+/*
+ * Joonsoo Kim's case from the 2016 thread: with a small batch, a drain
+ * that always restarts at list 0 could leave order 3 on the list for good.
+ * The drain resumes where it stopped, so repeated drains reach order 3.
+ */
+static void test_round_robin_drain(void)
+{
+	void *p[4][8];
+
+	reset();
+	CHECK_EQ(sysfs_set("page_alloc/pcp_batch", "7"), 0);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_high"), 77);
+	/* Fill every order's list: 8 blocks each, freed onto the lists. */
+	for (int o = 0; o < 4; o++)
+		for (int i = 0; i < 8; i++)
+			p[o][i] = __get_free_pages(GFP_KERNEL, (unsigned int)o);
+	for (int o = 3; o >= 0; o--)
+		for (int i = 0; i < 8; i++)
+			free_pages(p[o][i], (unsigned int)o);
+	long long drains = sysfs_num("page_alloc/pcp_drain");
+
+	/* Now churn order 0 only, forcing drains at high. */
+	clear_stats();
+	long long left = zoneinfo("pages_pcp");
+	void *q[200];
+
+	for (int round = 0; round < 20; round++) {
+		for (int i = 0; i < 200; i++)
+			q[i] = __get_free_pages(GFP_KERNEL, 0);
+		for (int i = 0; i < 200; i++)
+			free_pages(q[i], 0);
+	}
+	CHECK(sysfs_num("page_alloc/pcp_drain") > 0);
+	(void)drains;
+	(void)left;
+	/*
+	 * The order-3 list was drained along the way: its blocks went back to
+	 * the buddy, so allocating order-3 now misses the pcp list.
+	 */
+	clear_stats();
+	for (int i = 0; i < 8; i++)
+		p[3][i] = __get_free_pages(GFP_KERNEL, 3);
+	CHECK(sysfs_num("page_alloc/pcp_miss_order3") >= 1);
+	for (int i = 0; i < 8; i++)
+		free_pages(p[3][i], 3);
+	CHECK_EQ(sysfs_set("page_alloc/pcp_batch", "31"), 0);
+	unpin();
+	check_all_merged();
+}
+
+static void test_tunables(void)
+{
+	long long batch = sysfs_num("page_alloc/pcp_batch");
+
+	CHECK_EQ(slub_sysfs_write("page_alloc/pcp_batch", "0"), -EINVAL);
+	CHECK_EQ(slub_sysfs_write("page_alloc/pcp_batch", "x"), -EINVAL);
+	CHECK_EQ(slub_sysfs_write("page_alloc/pcp_high_order", "2"), -EINVAL);
+	CHECK_EQ(slub_sysfs_write("page_alloc/pcp_high", "1"), batch > 1 ? -EINVAL : 0);
+	CHECK_EQ(slub_sysfs_write("page_alloc/drain", "2"), -EINVAL);
+	CHECK_EQ(slub_sysfs_write("page_alloc/buddyinfo", "1"), -EPERM);
+	CHECK_EQ(slub_sysfs_write("page_alloc/pcp_count", "0"), -EPERM);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_batch"), batch);
+	/* Writing high pins it; batch may not then exceed it. */
+	CHECK_EQ(sysfs_set("page_alloc/pcp_high", "500"), 0);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_high"), 500);
+	CHECK_EQ(sysfs_set("page_alloc/pcp_batch", "15"), 0);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_high"), 500);
+	CHECK_EQ(slub_sysfs_write("page_alloc/pcp_batch", "501"), -EINVAL);
+	/* 0 gives high back to the formula. */
+	CHECK_EQ(sysfs_set("page_alloc/pcp_batch", "31"), 0);
+	CHECK_EQ(sysfs_set("page_alloc/pcp_high", "0"), 0);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_high"), 31 * 11);
+	CHECK_EQ(sysfs_set("page_alloc/pcp_batch", "7"), 0);
+	CHECK_EQ(sysfs_num("page_alloc/pcp_high"), 7 * 11);
+	CHECK_EQ(sysfs_set("page_alloc/pcp_batch", "31"), 0);
+}
+
+/* Memory given back: RSS falls once freed blocks merge to max order. */
+static void test_release_rss(void)
+{
+	enum { N = 32 };	/* 32 x 2 MiB = 64 MiB */
+	void *p[N];
+	long before, during, after;
+	long long released;
+
+	reset();
+	released = sysfs_num("page_alloc/pages_released");
+	before = rss_kib();
+	for (int i = 0; i < N; i++) {
+		p[i] = __get_free_pages(GFP_KERNEL, 9);
+		CHECK(p[i] != NULL);
+		memset(p[i], 0x5a, PAGE << 9);
+	}
+	during = rss_kib();
+	CHECK(during - before > 48 * 1024);
+	for (int i = 0; i < N; i++)
+		free_pages(p[i], 9);
+	after = rss_kib();
+	CHECK(during - after > 48 * 1024);
+	CHECK(sysfs_num("page_alloc/pages_released") - released >= 16 * 1024);
+
+	/* shrink releases what is free below max order too. */
+	char *small[64];
+
+	for (int i = 0; i < 64; i++) {
+		small[i] = __get_free_pages(GFP_KERNEL, 0);
+		memset(small[i], 1, PAGE);
+	}
+	for (int i = 0; i < 64; i += 2)
+		free_pages(small[i], 0);
+	drain_all_pages();
+	CHECK(page_alloc_shrink() >= 32);
+	CHECK_EQ(page_alloc_shrink(), 0);	/* nothing left to release */
+	for (int i = 1; i < 64; i += 2)
+		free_pages(small[i], 0);
+	unpin();
+	check_all_merged();
+	CHECK_EQ(zoneinfo("pages_released"), zoneinfo("pages_total"));
+}
+
+int main(void)
+{
+	test_cpus_init();
+	TEST(test_einval);
+	TEST(test_orders_alignment_zero);
+	TEST(test_bad_frees);
+	TEST(test_tunables);
+	TEST(test_pcp_counters);
+	TEST(test_pcp_order0_mode);
+	TEST(test_round_robin_drain);
+	TEST(test_release_rss);
+	return test_done();
+}
