@@ -44,6 +44,12 @@ static inline struct per_cpu_pages *pcp_ptr(unsigned int cpu)
 	return per_cpu_ptr(zone.pcp, cpu);
 }
 
+/* Under the pcp lock; sysfs reads count without it, hence the atomic store. */
+static inline void pcp_count_add(struct per_cpu_pages *pcp, int pages)
+{
+	WRITE_ONCE(pcp->count, pcp->count + pages);
+}
+
 static inline bool pcp_allowed_order(unsigned int order)
 {
 	return order == 0 ||
@@ -223,7 +229,7 @@ static void free_pcppages_bulk(struct per_cpu_pages *pcp, int count)
 		page = list_entry(list->prev, struct page, lru);
 		list_del(&page->lru);
 		count -= 1 << pindex;
-		pcp->count -= 1 << pindex;
+		pcp_count_add(pcp, -(1 << pindex));
 		__free_one_page(page, pindex);
 	}
 	zone_unlock();
@@ -243,13 +249,13 @@ static struct page *rmqueue_pcplist(struct per_cpu_pages *pcp, unsigned int orde
 		n = rmqueue_bulk(order, nr_pcp_alloc(order), list);
 		if (!n)
 			return NULL;
-		pcp->count += n << order;
+		pcp_count_add(pcp, n << order);
 	} else {
 		pa_stat(PCP_HIT + order);
 	}
 	page = list_first_entry(list, struct page, lru);
 	list_del(&page->lru);
-	pcp->count -= 1 << order;
+	pcp_count_add(pcp, -(1 << order));
 	return page;
 }
 
@@ -299,7 +305,7 @@ static void free_unref_page(struct page *page, unsigned int order)
 			pa_stat(PCP_FREE);
 			set_page_state(page, PGTY_PCP, order);
 			list_add(&page->lru, &pcp->lists[order]);
-			pcp->count += 1 << order;
+			pcp_count_add(pcp, 1 << order);
 			if (pcp->count >= READ_ONCE(zone.high))
 				free_pcppages_bulk(pcp, READ_ONCE(zone.batch));
 			slub_unlock(&pcp->ctl.lock);

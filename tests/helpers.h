@@ -36,6 +36,39 @@ static inline int sysfs_set(const char *path, const char *value)
 	return r;
 }
 
+/* A page allocator counter: page_alloc_stat("pcp_free"). */
+static inline long long page_alloc_stat(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "page_alloc/%s", name);
+	return sysfs_num(path);
+}
+
+/*
+ * Zero every counter in page_alloc/ (the levels and tunables stay), so a
+ * test can compare them with what it did itself. Returns how many writes
+ * failed.
+ */
+static inline int page_alloc_clear_stats(void)
+{
+	static const char *const counters[] = {
+		"pcp_hit_order0", "pcp_hit_order1", "pcp_hit_order2",
+		"pcp_hit_order3", "pcp_miss_order0", "pcp_miss_order1",
+		"pcp_miss_order2", "pcp_miss_order3", "pcp_free", "pcp_refill",
+		"pcp_drain", "pcp_lock_busy", "buddy_alloc", "buddy_free",
+		"zone_lock", "pages_released", "alloc_fail", "bad_free",
+	};
+	char path[128];
+	int failed = 0;
+
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		snprintf(path, sizeof(path), "page_alloc/%s", counters[i]);
+		failed += sysfs_set(path, "0") != 0;
+	}
+	return failed;
+}
+
 /* buddyinfo's per-order counts. */
 static inline void buddyinfo(unsigned long nr[NR_PAGE_ORDERS])
 {

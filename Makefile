@@ -1,0 +1,58 @@
+# libslub: the two commands of the README, and a few more.
+#   make test    build and run every test: plain (rseq and fallback mode),
+#                AddressSanitizer+UBSan, and ThreadSanitizer builds
+#   make bench   build and run the benchmarks (the main job)
+#   make install install headers, libraries, pkg-config and CMake files
+#                (PREFIX=/usr/local)
+
+JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+PREFIX ?= /usr/local
+CMAKE  ?= cmake
+CTEST  ?= ctest
+BENCH_ARGS ?=
+
+CONFIGURE = $(CMAKE) -S . -DSLUB_WERROR=ON
+
+.PHONY: all build test test-plain test-asan test-tsan bench install deps clean
+
+all: build
+
+deps:
+	@sh scripts/deps.sh test
+
+build: deps
+	$(CONFIGURE) -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	$(CMAKE) --build build -j $(JOBS)
+
+test-plain: build
+	cd build && $(CTEST) --output-on-failure -j $(JOBS)
+
+test-asan: deps
+	$(CONFIGURE) -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSLUB_SANITIZE=address >/dev/null
+	$(CMAKE) --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		$(CTEST) --output-on-failure -j $(JOBS)
+
+# ThreadSanitizer cannot see restartable sequences: this build runs the
+# fallback mode (every per-CPU operation under the per-CPU lock).
+test-tsan: deps
+	$(CONFIGURE) -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSLUB_SANITIZE=thread >/dev/null
+	$(CMAKE) --build build-tsan -j $(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 \
+		$(CTEST) --output-on-failure -j $(JOBS)
+
+test: test-plain test-asan test-tsan
+	@echo "make test: plain, ASan+UBSan and TSan builds all passed"
+
+bench: deps
+	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DSLUB_TESTS=OFF >/dev/null
+	$(CMAKE) --build build-release -j $(JOBS)
+	mkdir -p results
+	./build-release/bench/bench_page_alloc -o results/page_alloc.json $(BENCH_ARGS)
+	@echo "results: results/page_alloc.json"
+
+install: build
+	$(CMAKE) --install build --prefix $(PREFIX)
+
+clean:
+	rm -rf build build-asan build-tsan build-release
