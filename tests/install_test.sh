@@ -1,0 +1,50 @@
+#!/bin/sh
+# make install works: install into a temporary prefix, then build and run a
+# consumer through pkg-config and through find_package(libslub).
+set -eu
+build=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+cat > "$tmp/demo.c" <<'C'
+#include <slub.h>
+#include <string.h>
+int main(void)
+{
+	char buf[256];
+	void *p = __get_free_pages(GFP_KERNEL | __GFP_ZERO, 2);
+
+	if (!p)
+		return 1;
+	free_pages(p, 2);
+	if (slub_sysfs_read("page_alloc/buddyinfo", buf, sizeof(buf)) <= 0)
+		return 2;
+	return strncmp(buf, "Node 0, zone", 12) ? 3 : 0;
+}
+C
+if command -v pkg-config >/dev/null 2>&1; then
+	PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" ; export PKG_CONFIG_PATH
+	# shellcheck disable=SC2046
+	cc "$tmp/demo.c" -o "$tmp/demo-pc" $(pkg-config --cflags --libs libslub) \
+		-Wl,-rpath,"$tmp/prefix/lib"
+	"$tmp/demo-pc"
+	echo "pkg-config consumer: ok"
+fi
+mkdir -p "$tmp/cm"
+cat > "$tmp/cm/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.16)
+project(demo C)
+find_package(libslub REQUIRED)
+add_executable(demo ../demo.c)
+target_link_libraries(demo libslub::slub)
+add_executable(demo_static ../demo.c)
+target_link_libraries(demo_static libslub::slub_static)
+CM
+cmake -S "$tmp/cm" -B "$tmp/cm/b" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/cm/b" >/dev/null
+"$tmp/cm/b/demo"
+"$tmp/cm/b/demo_static"
+echo "CMake consumer (shared and static): ok"
+echo "1 passed, 0 failed"
