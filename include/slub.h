@@ -90,11 +90,72 @@ SLUB_API void drain_all_pages(void);
  */
 SLUB_API unsigned long page_alloc_shrink(void);
 
+/* ---- Slab caches (mm/slub.c) ---------------------------------------- */
+
+typedef unsigned int slab_flags_t;
+
+#define SLAB_CONSISTENCY_CHECKS	0x00000100u	/* debug: check on alloc/free */
+#define SLAB_RED_ZONE		0x00000400u	/* debug: red zones around objects */
+#define SLAB_POISON		0x00000800u	/* debug: poison free objects */
+#define SLAB_HWCACHE_ALIGN	0x00002000u	/* align objects to cache lines */
+#define SLAB_STORE_USER		0x00010000u	/* debug: remember alloc/free callers */
+#define SLAB_PANIC		0x00040000u	/* abort if kmem_cache_create fails */
+#define SLAB_TRACE		0x00200000u	/* debug: trace every alloc/free */
+
+struct kmem_cache;
+
+/*
+ * Create a cache of objects of size bytes. align 0 means the natural
+ * alignment; otherwise a power of two. ctor, if given, runs on every object
+ * when its slab is created (not on every allocation), as in the kernel.
+ * Returns NULL with errno EINVAL for a NULL name, size 0, a size larger than
+ * a slab can hold, an alignment that is not a power of two, or a name that
+ * is already taken; with SLAB_PANIC such a failure aborts with a message.
+ */
+SLUB_API struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
+					      unsigned int align, slab_flags_t flags,
+					      void (*ctor)(void *));
+/*
+ * Destroy a cache. With live objects it reports "Objects remaining" and
+ * keeps the cache (and its memory) rather than corrupting it.
+ */
+SLUB_API void kmem_cache_destroy(struct kmem_cache *s);
+SLUB_API void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp);
+SLUB_API void kmem_cache_free(struct kmem_cache *s, void *obj);
+/* Flush every CPU, free empty slabs, sort partial slabs fullest first. */
+SLUB_API int kmem_cache_shrink(struct kmem_cache *s);
+/* All nr objects or none: returns nr, or 0 with nothing allocated. */
+SLUB_API int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr,
+				   void **p);
+SLUB_API void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p);
+SLUB_API const char *kmem_cache_name(const struct kmem_cache *s);
+SLUB_API unsigned int kmem_cache_size(const struct kmem_cache *s);
+
+/* ---- kmalloc ------------------------------------------------------------ */
+
+/* kmalloc(0) returns this: not NULL, not dereferenceable, kfree()able. */
+#define ZERO_SIZE_PTR		((void *)16)
+#define ZERO_OR_NULL_PTR(x)	((unsigned long)(x) <= (unsigned long)ZERO_SIZE_PTR)
+
+/*
+ * kmalloc-8 ... kmalloc-8192 (with kmalloc-96 and kmalloc-192); larger
+ * requests come straight from the page allocator, up to 2^MAX_PAGE_ORDER
+ * pages. kfree(NULL) does nothing.
+ */
+SLUB_API void *kmalloc(size_t size, gfp_t gfp);
+SLUB_API void *kzalloc(size_t size, gfp_t gfp);
+SLUB_API void *kcalloc(size_t n, size_t size, gfp_t gfp);
+SLUB_API void *krealloc(const void *p, size_t new_size, gfp_t gfp);
+SLUB_API void kfree(const void *p);
+/* The usable size of a kmalloc'd object (its cache's object size). */
+SLUB_API size_t ksize(const void *p);
+
 /* ---- The sysfs-style namespace ----------------------------------------- */
 
 /*
  * One namespace of text files, as /sys and /proc are for the kernel:
  *   page_alloc/   the page allocator (buddyinfo, pcp_*, counters)
+ *   slab/         one directory per cache, as /sys/kernel/slab
  *   cpu/          CPU numbering and the per-CPU mode (rseq or fallback)
  * Paths are relative ("page_alloc/buddyinfo"); a directory reads as the
  * list of its entries, one a line.

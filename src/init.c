@@ -10,28 +10,39 @@
 
 #include "init.h"
 #include "percpu.h"
+#include "slub_internal.h"
 #include "sysfs.h"
 
 int slub_initialised;
 static struct slub_lock init_lock = SLUB_LOCK_INIT;
 static int init_error;
 
+/*
+ * Every lock, in the one order all paths follow: slab_mutex, sysfs_lock,
+ * each cache's per-CPU locks and list_lock, the pcp locks, zone->lock.
+ */
 static void fork_prepare(void)
 {
+	slub_lock(&slab_mutex);
 	slub_lock(&sysfs_lock);
+	slab_fork_prepare();
 	page_alloc_fork_prepare();
 }
 
 static void fork_parent(void)
 {
 	page_alloc_fork_parent();
+	slab_fork_parent();
 	slub_unlock(&sysfs_lock);
+	slub_unlock(&slab_mutex);
 }
 
 static void fork_child(void)
 {
 	page_alloc_fork_child();
+	slab_fork_child();
 	slub_lock_init(&sysfs_lock);
+	slub_lock_init(&slab_mutex);
 }
 
 int slub_init_slow(void)
@@ -57,8 +68,42 @@ int slub_init_slow(void)
 	}
 	cpu_sysfs_init();
 	page_alloc_sysfs_init();
+	slab_sysfs_init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&slub_initialised, 1, __ATOMIC_RELEASE);
 	slub_unlock(&init_lock);
 	return 0;
+}
+
+/*
+ * The slab layer comes up on its first use, so that a program using only
+ * the page allocator has no slabs. Creating the kmalloc caches allocates
+ * from the kmem_cache cache: the thread doing it is let through.
+ */
+int slab_initialised;
+static struct slub_lock slab_init_lock = SLUB_LOCK_INIT;
+static __thread int in_slab_init;
+static int slab_init_error;
+
+int slab_init_slow(void)
+{
+	int ret;
+
+	if (in_slab_init)
+		return 0;
+	ret = slub_init();
+	if (ret)
+		return ret;
+	slub_lock(&slab_init_lock);
+	if (!__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE) &&
+	    !slab_init_error) {
+		in_slab_init = 1;
+		slab_init_error = slab_init();
+		in_slab_init = 0;
+		if (!slab_init_error)
+			__atomic_store_n(&slab_initialised, 1, __ATOMIC_RELEASE);
+	}
+	ret = slab_init_error;
+	slub_unlock(&slab_init_lock);
+	return ret;
 }

@@ -17,10 +17,23 @@ static __always_inline int slub_init(void)
 	return slub_init_slow();
 }
 
+extern int slab_initialised;
+
+int slab_init_slow(void);
+
+/* 0 once the slab layer (kmem_cache_boot, the kmalloc caches) is up. */
+static __always_inline int slab_ready(void)
+{
+	if (likely(__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE)))
+		return 0;
+	return slab_init_slow();
+}
+
 /* Layer entry points called by slub_init_slow(). */
 int page_alloc_init(void);
 void page_alloc_sysfs_init(void);
 void cpu_sysfs_init(void);
+void slab_sysfs_init(void);
 void page_alloc_fork_prepare(void);
 void page_alloc_fork_parent(void);
 void page_alloc_fork_child(void);

@@ -368,6 +368,7 @@ unsigned long page_alloc_shrink(void)
 static const char *const page_type_name[] = {
 	[PGTY_NONE] = "none", [PGTY_BUDDY] = "buddy", [PGTY_PCP] = "pcp",
 	[PGTY_ALLOC] = "allocated", [PGTY_FREEING] = "freeing",
+	[PGTY_SLAB] = "slab",
 };
 
 static __cold void bad_page(const void *addr, unsigned int order,
@@ -392,7 +393,7 @@ static __cold void bad_page(const void *addr, unsigned int order,
 			    "page:%p addr:%p state:%s order:%u flags:%#x\n"
 			    "page dumped because: %s (freed as order %u)\n",
 			    slub_comm(), pfn, (void *)page, addr,
-			    page_type_name[PAGE_STATE_TYPE(s) <= PGTY_FREEING ?
+			    page_type_name[PAGE_STATE_TYPE(s) <= PGTY_SLAB ?
 					   PAGE_STATE_TYPE(s) : PGTY_NONE],
 			    PAGE_STATE_ORDER(s), page->flags, reason, order);
 	}
@@ -431,6 +432,9 @@ static struct page *free_pages_check(const void *addr, unsigned int order,
 	switch (PAGE_STATE_TYPE(s)) {
 	case PGTY_ALLOC:
 		bad_page(addr, order, "freed with the wrong order", caller);
+		break;
+	case PGTY_SLAB:
+		bad_page(addr, order, "the block is a slab", caller);
 		break;
 	case PGTY_BUDDY:
 	case PGTY_PCP:

@@ -133,6 +133,27 @@ void percpu_resume(pcpu_off_t ctl, unsigned int cpu)
 	slub_unlock(&c->lock);
 }
 
+bool percpu_stop_local(pcpu_off_t ctl, unsigned int cpu)
+{
+	struct slub_rseq_abi *rs;
+
+	if (!percpu_rseq())
+		return true;	/* fallback: the lock is all it takes */
+	rs = rseq_current();
+	if (!rs) {
+		/* No rseq area of our own: stop the other way. */
+		__atomic_store_n(&percpu_ctl(ctl, cpu)->stopped, 1, __ATOMIC_SEQ_CST);
+		percpu_membarrier_cpu(cpu);
+		return true;
+	}
+abort:
+	ARCH_RSEQ_SET_FLAG_ON_CPU(rs, pcpu_base + ctl, cpu, PERCPU_UNIT_SHIFT,
+				  abort, fail);
+	return true;
+fail:
+	return false;
+}
+
 void percpu_wait_stopped(pcpu_off_t ctl)
 {
 	unsigned int cpu = raw_smp_processor_id();
@@ -210,6 +231,25 @@ enum rseq_result percpu_lock_push(pcpu_off_t ctl, pcpu_off_t v, void *node,
 	WRITE_ONCE(*p, (uintptr_t)node);
 	unlock_this_cpu(ctl, cpu);
 	return RSEQ_OK;
+}
+
+enum rseq_result percpu_lock_cmpeq_push(pcpu_off_t ctl, pcpu_off_t vcmp,
+				       uintptr_t expect, pcpu_off_t v,
+				       void *node, size_t off)
+{
+	unsigned int cpu;
+	uintptr_t *p = lock_this_cpu(ctl, v, &cpu);
+	uintptr_t head = READ_ONCE(*p);
+	enum rseq_result r = RSEQ_FAIL;
+
+	if (READ_ONCE(*(uintptr_t *)per_cpu_ptr(vcmp, cpu)) == expect &&
+	    head != (uintptr_t)node) {
+		*(uintptr_t *)((char *)node + off) = head;
+		WRITE_ONCE(*p, (uintptr_t)node);
+		r = RSEQ_OK;
+	}
+	unlock_this_cpu(ctl, cpu);
+	return r;
 }
 
 /* ---- fork ------------------------------------------------------------------ */

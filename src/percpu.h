@@ -180,6 +180,16 @@ static inline void percpu_unlock(pcpu_off_t ctl, unsigned int cpu)
 void percpu_stop(pcpu_off_t ctl, unsigned int cpu);
 void percpu_resume(pcpu_off_t ctl, unsigned int cpu);
 
+/*
+ * Stop the fast paths of cpu, which the caller is running on and whose
+ * lock it holds, without a membarrier: the flag is set by a restartable
+ * store that commits only on cpu, and at that instant every other thread
+ * of cpu is preempted, so their sequences abort and see the flag when they
+ * run again. Returns false (nothing changed) if the thread is no longer on
+ * cpu. percpu_resume() undoes it.
+ */
+bool percpu_stop_local(pcpu_off_t ctl, unsigned int cpu);
+
 /* A fast path found its CPU stopped: wait for the stopper to finish. */
 void percpu_wait_stopped(pcpu_off_t ctl);
 
@@ -277,6 +287,33 @@ abort:
 	return RSEQ_OK;
 stopped:
 	return RSEQ_STOPPED;
+}
+
+enum rseq_result percpu_lock_cmpeq_push(pcpu_off_t ctl, pcpu_off_t vcmp,
+				       uintptr_t expect, pcpu_off_t v,
+				       void *node, size_t off);
+
+/*
+ * On the current CPU: if (*vcmp == expect && *v != node) push node onto
+ * the list at v. The slab free fast path: vcmp is the CPU slab.
+ */
+static __always_inline enum rseq_result
+this_cpu_cmpeq_push(pcpu_off_t ctl, pcpu_off_t vcmp, uintptr_t expect,
+		    pcpu_off_t v, void *node, size_t off)
+{
+	struct slub_rseq_abi *rs;
+
+	if (unlikely(!percpu_rseq() || !(rs = rseq_current())))
+		return percpu_lock_cmpeq_push(ctl, vcmp, expect, v, node, off);
+abort:
+	ARCH_RSEQ_CMPEQ_PUSH(rs, pcpu_base + ctl, pcpu_base + vcmp, expect,
+			     pcpu_base + v, node, off, PERCPU_UNIT_SHIFT,
+			     abort, stopped, fail);
+	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
+fail:
+	return RSEQ_FAIL;
 }
 
 /* Take every per-CPU lock in CPU order (fork), and give them back. */

@@ -148,4 +148,50 @@ static inline void *arch_thread_pointer(void)
 		    [node] "r"(_node), [off] "r"(_off)			\
 		: "memory", "cc", "rax", "rcx" : _abort, _stopped)
 
+/*
+ * Free to the CPU freelist if the object's slab is the CPU slab:
+ *	if (*(vcmp + unit) != expect) goto fail;
+ *	head = *(v + unit); if (head == node) goto fail;  (a double free)
+ *	*(node + off) = head; *(v + unit) = node;
+ */
+#define ARCH_RSEQ_CMPEQ_PUSH(_rs, _ctl, _vcmp, _expect, _v, _node, _off,	\
+			     _shift, _abort, _stopped, _fail)		\
+	__asm__ __volatile__ goto(					\
+		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
+		RSEQ_ASM_START(_shift)					\
+		"cmpq %[expect], (%[vcmp], %%rax)\n\t"			\
+		"jnz %l[fail]\n\t"					\
+		"movq (%[v], %%rax), %%rcx\n\t"				\
+		"cmpq %%rcx, %[node]\n\t"				\
+		"je %l[fail]\n\t"					\
+		"movq %%rcx, (%[node], %[off])\n\t"			\
+		"movq %[node], (%[v], %%rax)\n\t"			\
+		"2:\n\t"						\
+		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
+		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [vcmp] "r"(_vcmp),	\
+		    [expect] "r"(_expect), [v] "r"(_v), [node] "r"(_node),	\
+		    [off] "r"(_off)					\
+		: "memory", "cc", "rax", "rcx" : _abort, _stopped, _fail)
+
+/*
+ * Set the 32-bit flag at (v + unit) to 1, but only on CPU cpu:
+ * if the thread runs elsewhere, goto fail.
+ */
+#define ARCH_RSEQ_SET_FLAG_ON_CPU(_rs, _v, _cpu, _shift, _abort, _fail)	\
+	__asm__ __volatile__ goto(					\
+		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
+		"leaq 3b(%%rip), %%rax\n\t"				\
+		"movq %%rax, %[rseq_cs]\n\t"				\
+		"1:\n\t"						\
+		"movl %[cpu_id], %%eax\n\t"				\
+		"cmpl %[cpu], %%eax\n\t"				\
+		"jnz %l[fail]\n\t"					\
+		"shlq $" __rseq_str(_shift) ", %%rax\n\t"		\
+		"movl $1, (%[v], %%rax)\n\t"				\
+		"2:\n\t"						\
+		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
+		: : RSEQ_ASM_CPU_OPERANDS(_rs), [v] "r"(_v),		\
+		    [cpu] "r"(_cpu)					\
+		: "memory", "cc", "rax" : _abort, _fail)
+
 #endif /* SLUB_ARCH_X86_64_H */

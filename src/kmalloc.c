@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kmalloc: size classes on top of kmem_cache (the kernel's
+ * mm/slab_common.c). kmalloc-8 ... kmalloc-8192 by powers of two, plus
+ * kmalloc-96 and kmalloc-192; anything larger comes straight from the page
+ * allocator as a block of 2^order pages.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "init.h"
+#include "report.h"
+#include "slub_internal.h"
+
+/* Index i holds kmalloc-2^i; 1 and 2 hold kmalloc-96 and kmalloc-192. */
+static struct kmem_cache *kmalloc_caches[KMALLOC_SHIFT_HIGH + 1];
+
+/* Sizes up to 192, in steps of 8, to their cache index. */
+static const uint8_t size_index[24] = {
+	3, 4, 5, 5, 6, 6, 6, 6,		/* 8 .. 64 */
+	1, 1, 1, 1, 7, 7, 7, 7,		/* 72 .. 128 */
+	2, 2, 2, 2, 2, 2, 2, 2,		/* 136 .. 192 */
+};
+
+static inline unsigned int kmalloc_index(size_t size)
+{
+	if (size <= 192)
+		return size_index[(size - 1) / 8];
+	return 64 - (unsigned int)__builtin_clzl(size - 1);
+}
+
+static inline struct kmem_cache *kmalloc_slab(size_t size)
+{
+	return kmalloc_caches[kmalloc_index(size)];
+}
+
+int kmalloc_init(void)
+{
+	static const struct { const char *name; unsigned int size; unsigned int idx; }
+	sizes[] = {
+		{ "kmalloc-8", 8, 3 }, { "kmalloc-16", 16, 4 },
+		{ "kmalloc-32", 32, 5 }, { "kmalloc-64", 64, 6 },
+		{ "kmalloc-96", 96, 1 }, { "kmalloc-128", 128, 7 },
+		{ "kmalloc-192", 192, 2 }, { "kmalloc-256", 256, 8 },
+		{ "kmalloc-512", 512, 9 }, { "kmalloc-1k", 1024, 10 },
+		{ "kmalloc-2k", 2048, 11 }, { "kmalloc-4k", 4096, 12 },
+		{ "kmalloc-8k", 8192, 13 },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		struct kmem_cache *s = kmem_cache_create(sizes[i].name, sizes[i].size,
+							 0, 0, NULL);
+
+		if (!s)
+			return -ENOMEM;
+		kmalloc_caches[sizes[i].idx] = s;
+	}
+	return 0;
+}
+
+struct kmem_cache *kmalloc_cache_of_size(size_t size)
+{
+	if (!size || size > KMALLOC_MAX_CACHE_SIZE || slab_ready())
+		return NULL;
+	return kmalloc_slab(size);
+}
+
+static unsigned int large_order(size_t size)
+{
+	unsigned int order = 0;
+
+	size = (size - 1) >> PAGE_SHIFT;
+	while (size) {
+		order++;
+		size >>= 1;
+	}
+	return order;
+}
+
+static __noinline void *kmalloc_large(size_t size, gfp_t gfp)
+{
+	if (size > (PAGE_SIZE << MAX_PAGE_ORDER)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __get_free_pages(gfp, large_order(size));
+}
+
+void *kmalloc(size_t size, gfp_t gfp)
+{
+	if (unlikely(!size))
+		return ZERO_SIZE_PTR;
+	if (unlikely(size > KMALLOC_MAX_CACHE_SIZE))
+		return kmalloc_large(size, gfp);
+	if (unlikely(slab_ready())) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return slab_alloc(kmalloc_slab(size), gfp);
+}
+
+void *kzalloc(size_t size, gfp_t gfp)
+{
+	return kmalloc(size, gfp | __GFP_ZERO);
+}
+
+void *kcalloc(size_t n, size_t size, gfp_t gfp)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(n, size, &bytes)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return kmalloc(bytes, gfp | __GFP_ZERO);
+}
+
+/* A block from kmalloc_large(): the head of an allocated block. */
+static struct page *large_page(const void *p)
+{
+	uintptr_t off = (uintptr_t)((const char *)p - zone.arena);
+	struct page *page;
+
+	if ((const char *)p < zone.arena || off >= zone.nr_pages << PAGE_SHIFT ||
+	    off & (PAGE_SIZE - 1))
+		return NULL;
+	page = virt_to_page(p);
+	return PAGE_STATE_TYPE(page_state(page)) == PGTY_ALLOC ? page : NULL;
+}
+
+static __noinline void kfree_bad(const void *p, const void *caller)
+{
+	slub_pr_err("BUG: kfree(): invalid pointer %p: not allocated by "
+		    "kmalloc\n", p);
+	slub_pr_caller(caller);
+}
+
+void kfree(const void *p)
+{
+	struct slab *slab;
+	struct page *page;
+
+	if (unlikely(ZERO_OR_NULL_PTR(p)))
+		return;
+	slab = virt_to_slab(p);
+	if (likely(slab)) {
+		slab_free(slab->slab_cache, slab, (void *)p);
+		return;
+	}
+	page = large_page(p);
+	if (page)
+		free_pages((void *)p, PAGE_STATE_ORDER(page_state(page)));
+	else
+		kfree_bad(p, __builtin_return_address(0));
+}
+
+size_t ksize(const void *p)
+{
+	struct slab *slab;
+	struct page *page;
+
+	if (ZERO_OR_NULL_PTR(p))
+		return 0;
+	slab = virt_to_slab(p);
+	if (slab)
+		return slab->slab_cache->object_size;
+	page = large_page(p);
+	return page ? PAGE_SIZE << PAGE_STATE_ORDER(page_state(page)) : 0;
+}
+
+void *krealloc(const void *p, size_t new_size, gfp_t gfp)
+{
+	size_t ks;
+	void *n;
+
+	if (unlikely(!new_size)) {
+		kfree(p);
+		return ZERO_SIZE_PTR;
+	}
+	if (ZERO_OR_NULL_PTR(p))
+		return kmalloc(new_size, gfp);
+	ks = ksize(p);
+	if (!ks) {
+		kfree_bad(p, __builtin_return_address(0));
+		errno = EINVAL;
+		return NULL;
+	}
+	/* It fits: keep it (the kernel does the same). */
+	if (new_size <= ks)
+		return (void *)p;
+	n = kmalloc(new_size, gfp);
+	if (!n)
+		return NULL;
+	memcpy(n, p, ks);
+	kfree(p);
+	return n;
+}

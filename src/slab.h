@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data model of the slab core (the kernel's mm/slab.h and the parts of
+ * mm/slub.c that define structures), as of Linux 6.x before sheaves.
+ *
+ * A slab is a block of 2^order pages from the page allocator, cut into
+ * objects of s->size bytes. Its descriptor, struct slab, overlays the
+ * block's head struct page, so virt_to_slab() is arithmetic: tail pages
+ * point at the head.
+ *
+ * Free objects are chained through a free pointer s->offset bytes into
+ * each object. A slab has two kinds of freelist:
+ *  - slab->freelist, changed only by a 16-byte compare-and-swap of
+ *    (freelist, counters), lock-free: this is where remote frees go;
+ *  - the CPU freelist (kmem_cache_cpu.freelist) of the CPU that has the
+ *    slab as its CPU slab: the fast paths pop from and push to it with
+ *    restartable sequences, no lock, no atomic instruction.
+ *
+ * counters: inuse (objects not on slab->freelist), objects, frozen. A
+ * frozen slab is some CPU's CPU slab: only that CPU allocates from it and
+ * it is on no list; inuse == objects while frozen, because the objects on
+ * the CPU freelist count as in use until deactivate_slab() gives them back.
+ *
+ * Where a slab is:
+ *   frozen        the CPU slab of one CPU (kmem_cache_cpu.slab)
+ *   cpu partial   on one CPU's kmem_cache_cpu.partial chain (slab->next),
+ *                 not frozen (Linux 6.8's delayed freezing)
+ *   node partial  on kmem_cache_node.partial under list_lock (SL_partial)
+ *   full          on no list: no free object, not frozen
+ *
+ * Per-CPU state (see percpu.h): kmem_cache_cpu.freelist and .slab are
+ * fast-path state, changed by restartable sequences on the owning CPU, or
+ * with the CPU's fast paths stopped; .partial is locked state, changed
+ * only under the CPU's lock.
+ */
+#ifndef SLUB_SLAB_H
+#define SLUB_SLAB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <slub.h>
+
+#include "list.h"
+#include "lock.h"
+#include "page.h"
+#include "percpu.h"
+#include "sysfs.h"
+
+#define MAX_OBJS_PER_PAGE	32767	/* objects is a 15-bit field */
+#define MAX_NUMNODES		1
+#define MIN_PARTIAL		5
+#define MAX_PARTIAL		10
+#define ARCH_SLAB_MINALIGN	8
+#define KMALLOC_MIN_SIZE	8
+#define KMALLOC_SHIFT_HIGH	13	/* kmalloc-8192: larger goes to pages */
+#define KMALLOC_MAX_CACHE_SIZE	(1U << KMALLOC_SHIFT_HIGH)
+
+/* SLUB statistics: every item of the kernel's enum stat_item before sheaves. */
+enum stat_item {
+	ALLOC_FASTPATH,		/* allocation from the CPU freelist */
+	ALLOC_SLOWPATH,		/* allocation by getting a new CPU slab */
+	FREE_FASTPATH,		/* free to the CPU freelist */
+	FREE_SLOWPATH,		/* freeing not to the CPU slab */
+	FREE_FROZEN,		/* freeing to a frozen slab */
+	FREE_ADD_PARTIAL,	/* freeing moves a slab to the partial list */
+	FREE_REMOVE_PARTIAL,	/* freeing removes the last object */
+	ALLOC_FROM_PARTIAL,	/* CPU slab taken from the node partial list */
+	ALLOC_SLAB,		/* CPU slab taken from the page allocator */
+	ALLOC_REFILL,		/* refill the CPU freelist from slab->freelist */
+	ALLOC_NODE_MISMATCH,	/* switching CPU slab */
+	FREE_SLAB,		/* slab freed to the page allocator */
+	CPUSLAB_FLUSH,		/* abandoning a CPU slab */
+	DEACTIVATE_FULL,	/* CPU slab was full when deactivated */
+	DEACTIVATE_EMPTY,	/* CPU slab was empty when deactivated */
+	DEACTIVATE_TO_HEAD,	/* CPU slab moved to the head of partials */
+	DEACTIVATE_TO_TAIL,	/* CPU slab moved to the tail of partials */
+	DEACTIVATE_REMOTE_FREES,/* slab had remote frees when deactivated */
+	DEACTIVATE_BYPASS,	/* implicit deactivation: CPU slab became full */
+	ORDER_FALLBACK,		/* fell back to the minimum order */
+	CMPXCHG_DOUBLE_CPU_FAIL,/* restartable sequence aborted or failed */
+	CMPXCHG_DOUBLE_FAIL,	/* (freelist, counters) compare-and-swap failed */
+	CPU_PARTIAL_ALLOC,	/* CPU slab taken from the CPU partial list */
+	CPU_PARTIAL_FREE,	/* freeing put a slab on the CPU partial list */
+	CPU_PARTIAL_NODE,	/* slab moved from node to CPU partial list */
+	CPU_PARTIAL_DRAIN,	/* CPU partial list drained to the node */
+	LIST_LOCK,		/* list_lock acquisitions (libslub's addition) */
+	NR_SLUB_STAT_ITEMS
+};
+
+struct kmem_cache;
+
+/* Overlays struct page of the slab's head page. */
+struct slab {
+	uint32_t state;			/* page state: PGTY_SLAB, order */
+	uint32_t flags;			/* page flags, SL_partial */
+	struct list_head slab_list;	/* node partial list */
+	struct kmem_cache *slab_cache;
+	union {
+		struct {
+			void *freelist;
+			union {
+				unsigned long counters;
+				struct {
+					unsigned inuse:16;
+					unsigned objects:15;
+					unsigned frozen:1;
+				};
+			};
+		};
+		unsigned __int128 freelist_counters;
+	} __aligned(16);
+	struct slab *next;		/* CPU partial chain */
+	int slabs;			/* CPU partial: slabs from here on */
+	int cpu_partial_pad;
+};
+
+_Static_assert(sizeof(struct slab) == sizeof(struct page),
+	       "struct slab overlays struct page");
+_Static_assert(offsetof(struct slab, freelist) % 16 == 0,
+	       "freelist and counters are swapped together");
+
+/* The slab is on its node's partial list (the kernel's PG_workingset use). */
+#define SL_partial	0x100u
+
+/* Tail pages of a slab: slab_private[0] holds the head's address | 1. */
+#define PAGE_TAIL_TAG	1UL
+
+struct kmem_cache_cpu {
+	struct percpu_ctl ctl;		/* stopped flag, local lock */
+	void *freelist;			/* next object to hand out */
+	struct slab *slab;		/* the CPU slab */
+	struct slab *partial;		/* CPU partial slabs */
+};
+
+struct kmem_cache_node {
+	struct slub_lock list_lock;
+	unsigned long nr_partial;
+	struct list_head partial;
+	unsigned long nr_slabs;		/* atomic */
+	unsigned long total_objects;	/* atomic */
+} ____cacheline_aligned;
+
+/* Order and objects per slab, packed as the kernel's kmem_cache_order_objects. */
+struct kmem_cache_order_objects {
+	unsigned int x;
+};
+
+#define OO_SHIFT	16
+#define OO_MASK		((1U << OO_SHIFT) - 1)
+
+static inline unsigned int oo_order(struct kmem_cache_order_objects x)
+{
+	return x.x >> OO_SHIFT;
+}
+
+static inline unsigned int oo_objects(struct kmem_cache_order_objects x)
+{
+	return x.x & OO_MASK;
+}
+
+struct kmem_cache {
+	pcpu_off_t cpu_slab;		/* struct kmem_cache_cpu */
+	pcpu_off_t cpu_stats;		/* unsigned long[NR_SLUB_STAT_ITEMS] */
+	slab_flags_t flags;
+	unsigned long min_partial;
+	unsigned int size;		/* object size with metadata */
+	unsigned int object_size;	/* object size without metadata */
+	unsigned int offset;		/* free pointer offset */
+	unsigned int cpu_partial;	/* objects to keep on CPU partials */
+	unsigned int cpu_partial_slabs;	/* ... as a number of slabs */
+	struct kmem_cache_order_objects oo;	/* preferred */
+	struct kmem_cache_order_objects min;	/* fallback */
+	unsigned int align;
+	unsigned int inuse;		/* offset to metadata */
+	void (*ctor)(void *);
+	const char *name;
+	int refcount;
+	struct list_head list;		/* slab_caches */
+	struct kmem_cache_node *node[MAX_NUMNODES];
+	struct sysfs_dir sysfs;
+	char name_buf[64];
+};
+
+extern struct list_head slab_caches;
+extern struct slub_lock slab_mutex;
+
+#endif /* SLUB_SLAB_H */

@@ -1,0 +1,553 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Caches: sizing (calculate_order), creation, shrinking and destruction,
+ * the bulk calls, and bring-up (the kernel's mm/slab_common.c and the
+ * cache-level parts of mm/slub.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "init.h"
+#include "report.h"
+#include "slub_internal.h"
+
+struct slub_boot_params slub_params = {
+	.min_order = 0,
+	.max_order = PAGE_ALLOC_COSTLY_ORDER,
+	.min_objects = 0,
+	.nr_cpus = 0,
+};
+
+/* The cache that struct kmem_cache comes from, itself static. */
+static struct kmem_cache kmem_cache_boot;
+static struct kmem_cache *kmem_cache;
+
+/* ---- Sizing ------------------------------------------------------------------ */
+
+static unsigned int fls_u(unsigned int x)
+{
+	return x ? 32 - (unsigned int)__builtin_clz(x) : 0;
+}
+
+static unsigned int get_order(unsigned long size)
+{
+	unsigned int order = 0;
+
+	size = (size - 1) >> PAGE_SHIFT;
+	while (size) {
+		order++;
+		size >>= 1;
+	}
+	return order;
+}
+
+static unsigned int order_objects(unsigned int order, unsigned int size)
+{
+	return (unsigned int)((PAGE_SIZE << order) / size);
+}
+
+static struct kmem_cache_order_objects oo_make(unsigned int order,
+					       unsigned int size)
+{
+	struct kmem_cache_order_objects x = {
+		(order << OO_SHIFT) + order_objects(order, size)
+	};
+	return x;
+}
+
+/*
+ * How many CPUs slab sizing believes in. Vlastimil Babka's 2021 patch
+ * ("mm, slub: better heuristic for number of cpus when calculating slab
+ * order"): the present CPUs, unless that says 1, then the possible ones.
+ * SLUB_NR_CPUS=N pretends the machine has N CPUs.
+ */
+unsigned int slab_nr_cpus(void)
+{
+	unsigned int nr;
+
+	if (slub_params.nr_cpus)
+		return slub_params.nr_cpus;
+	nr = slub_cpus.present;
+	if (nr <= 1)
+		nr = nr_cpu_ids;
+	return nr;
+}
+
+static unsigned int calc_slab_order(unsigned int size, unsigned int min_order,
+				    unsigned int max_order,
+				    unsigned int fract_leftover)
+{
+	unsigned int order;
+
+	for (order = min_order; order <= max_order; order++) {
+		unsigned int slab_size = (unsigned int)PAGE_SIZE << order;
+
+		if (slab_size % size <= slab_size / fract_leftover)
+			break;
+	}
+	return order;
+}
+
+/*
+ * The order of a cache's slabs: the smallest order that holds
+ * min_objects = 4 * (fls(nr_cpus) + 1) objects and wastes at most 1/16 of
+ * the slab, relaxing the waste to 1/8, 1/4, 1/2, within slub_max_order.
+ */
+int calculate_order(unsigned int size)
+{
+	unsigned int min_objects = slub_params.min_objects;
+	unsigned int max_order = slub_params.max_order;
+	unsigned int max_objects, min_order, order;
+
+	if (!min_objects)
+		min_objects = 4 * (fls_u(slab_nr_cpus()) + 1);
+	max_objects = max(order_objects(max_order, size), 1U);
+	min_objects = min(min_objects, max_objects);
+	min_order = max(slub_params.min_order,
+			get_order((unsigned long)min_objects * size));
+	if (order_objects(min_order, size) > MAX_OBJS_PER_PAGE)
+		return (int)get_order((unsigned long)size * MAX_OBJS_PER_PAGE) - 1;
+	for (unsigned int fraction = 16; fraction > 1; fraction /= 2) {
+		order = calc_slab_order(size, min_order, max_order, fraction);
+		if (order <= max_order)
+			return (int)order;
+	}
+	order = get_order(size);
+	return order <= MAX_PAGE_ORDER ? (int)order : -EINVAL;
+}
+
+static unsigned int calculate_alignment(slab_flags_t flags, unsigned int align,
+					unsigned int size)
+{
+	if (flags & SLAB_HWCACHE_ALIGN) {
+		unsigned int ralign = SMP_CACHE_BYTES;
+
+		while (size <= ralign / 2)
+			ralign /= 2;
+		align = max(align, ralign);
+	}
+	align = max(align, (unsigned int)ARCH_SLAB_MINALIGN);
+	return ALIGN(align, (unsigned int)sizeof(void *));
+}
+
+/*
+ * Lay the object out and choose the slab order. The free pointer sits in
+ * the middle of the object (away from the edges that overflows hit), or
+ * after it when a constructor owns the object's contents. forced_order >= 0
+ * is a write to the order file.
+ */
+int calculate_sizes(struct kmem_cache *s, int forced_order)
+{
+	unsigned int size = ALIGN(s->object_size, (unsigned int)sizeof(void *));
+	int order;
+
+	s->inuse = size;
+	if (s->ctor) {
+		s->offset = size;
+		size += sizeof(void *);
+	} else {
+		s->offset = (s->object_size / 2) & ~(unsigned int)(sizeof(void *) - 1);
+	}
+	size = ALIGN(size, s->align);
+	order = forced_order >= 0 ? forced_order : calculate_order(size);
+	if (order < 0 || order > MAX_PAGE_ORDER ||
+	    order_objects((unsigned int)order, size) == 0)
+		return -EINVAL;
+	s->size = size;
+	s->oo = oo_make((unsigned int)order, size);
+	s->min = oo_make(get_order(size), size);
+	return 0;
+}
+
+/* The kernel's set_cpu_partial(): how much to keep on CPU partial lists. */
+void set_cpu_partial(struct kmem_cache *s, unsigned int nr_objects)
+{
+	unsigned int per_slab = max(oo_objects(s->oo), 1U);
+
+	WRITE_ONCE(s->cpu_partial, nr_objects);
+	WRITE_ONCE(s->cpu_partial_slabs, (nr_objects * 2 + per_slab - 1) / per_slab);
+}
+
+static unsigned int default_cpu_partial(const struct kmem_cache *s)
+{
+	if (s->size >= PAGE_SIZE)
+		return 6;
+	if (s->size >= 1024)
+		return 24;
+	if (s->size >= 256)
+		return 52;
+	return 120;
+}
+
+/* min_partial = ilog2(size) / 2, within [MIN_PARTIAL, MAX_PARTIAL]. */
+static void set_min_partial(struct kmem_cache *s)
+{
+	unsigned long min = (fls_u(s->size) - 1) / 2;
+
+	s->min_partial = min < MIN_PARTIAL ? MIN_PARTIAL :
+			 min > MAX_PARTIAL ? MAX_PARTIAL : min;
+}
+
+/* ---- Creation ---------------------------------------------------------------- */
+
+static struct kmem_cache *find_cache(const char *name)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &slab_caches) {
+		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
+
+		if (!strcmp(s->name, name))
+			return s;
+	}
+	return NULL;
+}
+
+static int init_kmem_cache_nodes(struct kmem_cache *s, struct kmem_cache_node *n)
+{
+	slub_lock_init(&n->list_lock);
+	n->nr_partial = 0;
+	INIT_LIST_HEAD(&n->partial);
+	n->nr_slabs = 0;
+	n->total_objects = 0;
+	s->node[0] = n;
+	return 0;
+}
+
+/* Set up s in place; the caller holds slab_mutex. */
+static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
+			       const char *name, unsigned int size,
+			       unsigned int align, slab_flags_t flags,
+			       void (*ctor)(void *))
+{
+	snprintf(s->name_buf, sizeof(s->name_buf), "%s", name);
+	s->name = s->name_buf;
+	s->object_size = size;
+	s->flags = flags;
+	s->ctor = ctor;
+	s->align = calculate_alignment(flags, align, size);
+	s->refcount = 1;
+	if (calculate_sizes(s, -1))
+		return -EINVAL;
+	set_min_partial(s);
+	set_cpu_partial(s, default_cpu_partial(s));
+	s->cpu_slab = percpu_alloc(sizeof(struct kmem_cache_cpu), SMP_CACHE_BYTES);
+	s->cpu_stats = percpu_alloc(NR_SLUB_STAT_ITEMS * sizeof(unsigned long),
+				    SMP_CACHE_BYTES);
+	if (!s->cpu_slab || !s->cpu_stats) {
+		percpu_free(s->cpu_slab, sizeof(struct kmem_cache_cpu));
+		percpu_free(s->cpu_stats, NR_SLUB_STAT_ITEMS * sizeof(unsigned long));
+		return -ENOMEM;
+	}
+	init_kmem_cache_nodes(s, n);
+	list_add_tail(&s->list, &slab_caches);
+	slab_sysfs_add(s);
+	return 0;
+}
+
+/* Nodes live right after the cache in the same object. */
+struct kmem_cache_with_node {
+	struct kmem_cache cache;
+	struct kmem_cache_node node[MAX_NUMNODES];
+};
+
+static struct kmem_cache_node kmem_cache_boot_node;
+
+static int check_create_args(const char *name, unsigned int size,
+			     unsigned int align)
+{
+	if (!name || !*name || strlen(name) >= sizeof(kmem_cache_boot.name_buf) ||
+	    strchr(name, '/'))
+		return -EINVAL;
+	if (!size || size > (PAGE_SIZE << MAX_PAGE_ORDER))
+		return -EINVAL;
+	if (align & (align - 1) || align > PAGE_SIZE)
+		return -EINVAL;
+	return 0;
+}
+
+struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
+				     unsigned int align, slab_flags_t flags,
+				     void (*ctor)(void *))
+{
+	struct kmem_cache_with_node *sn = NULL;
+	int err = check_create_args(name, size, align);
+
+	if (!err && slab_ready())
+		err = -ENOMEM;
+	if (!err) {
+		slub_lock(&slab_mutex);
+		if (find_cache(name)) {
+			err = -EINVAL;
+		} else {
+			sn = slab_alloc(kmem_cache, GFP_KERNEL | __GFP_ZERO);
+			if (!sn)
+				err = -ENOMEM;
+			else
+				err = __kmem_cache_create(&sn->cache, sn->node, name,
+							  size, align, flags, ctor);
+			if (err && sn)
+				kmem_cache_free(kmem_cache, sn);
+		}
+		slub_unlock(&slab_mutex);
+	}
+	if (!err)
+		return &sn->cache;
+	if (flags & SLAB_PANIC) {
+		slub_pr_err("kmem_cache_create: Failed to create slab '%s'. Error %d\n",
+			    name ? name : "(null)", err);
+		abort();
+	}
+	errno = -err;
+	return NULL;
+}
+
+/* ---- Shrinking and destruction ------------------------------------------------------ */
+
+#define SHRINK_PROMOTE_MAX 32
+
+/*
+ * Flush every CPU, free the empty slabs, and sort the partial list so the
+ * fullest slabs come first, where allocations take them (the kernel's
+ * __kmem_cache_do_shrink()).
+ */
+int kmem_cache_shrink_locked(struct kmem_cache *s)
+{
+	struct kmem_cache_node *n = get_node(s, 0);
+	struct list_head promote[SHRINK_PROMOTE_MAX];
+	struct list_head *pos, *next;
+	struct slab *discard = NULL;
+
+	flush_all(s);
+	for (int i = 0; i < SHRINK_PROMOTE_MAX; i++)
+		INIT_LIST_HEAD(&promote[i]);
+	slub_lock(&n->list_lock);
+	for (pos = n->partial.next; pos != &n->partial; pos = next) {
+		struct slab *slab = list_entry(pos, struct slab, slab_list);
+		struct slab now;
+		unsigned int free;
+
+		next = pos->next;
+		now.counters = READ_ONCE(slab->counters);
+		free = now.objects - now.inuse;
+		if (!now.inuse) {
+			remove_partial(n, slab);
+			slab->next = discard;
+			discard = slab;
+		} else if (free <= SHRINK_PROMOTE_MAX) {
+			list_move(&slab->slab_list, &promote[free - 1]);
+		}
+	}
+	for (int i = SHRINK_PROMOTE_MAX - 1; i >= 0; i--) {
+		if (list_empty(&promote[i]))
+			continue;
+		/* Splice promote[i] at the head of the partial list. */
+		struct list_head *first = promote[i].next, *last = promote[i].prev;
+
+		last->next = n->partial.next;
+		n->partial.next->prev = last;
+		n->partial.next = first;
+		first->prev = &n->partial;
+	}
+	slub_unlock(&n->list_lock);
+	while (discard) {
+		struct slab *slab = discard;
+
+		discard = slab->next;
+		discard_slab(s, slab);
+	}
+	return 0;
+}
+
+int kmem_cache_shrink(struct kmem_cache *s)
+{
+	if (!s)
+		return -EINVAL;
+	return kmem_cache_shrink_locked(s);
+}
+
+static void report_objects_remaining(struct kmem_cache *s, const void *caller)
+{
+	struct kmem_cache_node *n = get_node(s, 0);
+
+	slub_pr_err("=============================================================================\n"
+		    "BUG %s (Not tainted): Objects remaining on __kmem_cache_shutdown()\n"
+		    "-----------------------------------------------------------------------------\n\n"
+		    "Slabs %lu objects %lu in use %lu\n",
+		    s->name, READ_ONCE(n->nr_slabs), READ_ONCE(n->total_objects),
+		    READ_ONCE(n->total_objects) - count_partial_free(s, n));
+	slub_pr_err("kmem_cache_destroy %s: Slab cache still has objects when "
+		    "called from ", s->name);
+	slub_pr_caller(caller);
+}
+
+void kmem_cache_destroy(struct kmem_cache *s)
+{
+	const void *caller = __builtin_return_address(0);
+
+	if (!s)
+		return;
+	slub_lock(&slab_mutex);
+	kmem_cache_shrink_locked(s);
+	if (READ_ONCE(get_node(s, 0)->nr_slabs)) {
+		/* Keep everything: freeing live objects' slabs would corrupt. */
+		report_objects_remaining(s, caller);
+		slub_unlock(&slab_mutex);
+		return;
+	}
+	list_del(&s->list);
+	slab_sysfs_remove(s);
+	percpu_free(s->cpu_slab, sizeof(struct kmem_cache_cpu));
+	percpu_free(s->cpu_stats, NR_SLUB_STAT_ITEMS * sizeof(unsigned long));
+	slub_unlock(&slab_mutex);
+	kmem_cache_free(kmem_cache, s);
+}
+
+/* ---- Object calls --------------------------------------------------------------------- */
+
+void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	if (unlikely(!s)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return slab_alloc(s, gfp);
+}
+
+void kmem_cache_free(struct kmem_cache *s, void *obj)
+{
+	struct slab *slab;
+
+	if (unlikely(!obj))
+		return;
+	slab = virt_to_slab(obj);
+	if (unlikely(!slab || slab->slab_cache != s)) {
+		report_bad_free(s, slab, obj, __builtin_return_address(0));
+		return;
+	}
+	slab_free(s, slab, obj);
+}
+
+int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
+{
+	size_t i;
+
+	if (unlikely(!s || !p)) {
+		errno = EINVAL;
+		return 0;
+	}
+	for (i = 0; i < nr; i++) {
+		p[i] = slab_alloc(s, gfp);
+		if (unlikely(!p[i])) {
+			/* All or nothing. */
+			kmem_cache_free_bulk(s, i, p);
+			return 0;
+		}
+	}
+	return (int)nr;
+}
+
+void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
+{
+	for (size_t i = 0; i < nr; i++)
+		kmem_cache_free(s, p[i]);
+}
+
+const char *kmem_cache_name(const struct kmem_cache *s)
+{
+	return s ? s->name : NULL;
+}
+
+unsigned int kmem_cache_size(const struct kmem_cache *s)
+{
+	return s ? s->object_size : 0;
+}
+
+/* ---- Bring-up -------------------------------------------------------------------------- */
+
+static unsigned int env_uint(const char *name, unsigned int def, unsigned int max)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long x;
+
+	if (!v)
+		return def;
+	x = strtoul(v, &end, 10);
+	if (end == v || *end || x > max) {
+		slub_pr_err("libslub: ignoring %s=%s (not a number up to %u)\n",
+			    name, v, max);
+		return def;
+	}
+	return (unsigned int)x;
+}
+
+/* slub_min_order=, slub_max_order=, slub_min_objects= from the environment. */
+static void slab_read_params(void)
+{
+	slub_params.max_order = env_uint("SLUB_MAX_ORDER", PAGE_ALLOC_COSTLY_ORDER,
+					 MAX_PAGE_ORDER);
+	slub_params.min_order = env_uint("SLUB_MIN_ORDER", 0, MAX_PAGE_ORDER);
+	if (slub_params.min_order > slub_params.max_order)
+		slub_params.max_order = slub_params.min_order;
+	slub_params.min_objects = env_uint("SLUB_MIN_OBJECTS", 0, MAX_OBJS_PER_PAGE);
+	slub_params.nr_cpus = env_uint("SLUB_NR_CPUS", 0, 1U << 16);
+}
+
+int kmalloc_init(void);
+
+int slab_init(void)
+{
+	int err;
+
+	slab_read_params();
+	slub_lock(&slab_mutex);
+	err = __kmem_cache_create(&kmem_cache_boot, &kmem_cache_boot_node,
+				  "kmem_cache", sizeof(struct kmem_cache_with_node),
+				  0, SLAB_HWCACHE_ALIGN, NULL);
+	slub_unlock(&slab_mutex);
+	if (err)
+		return err;
+	kmem_cache = &kmem_cache_boot;
+	return kmalloc_init();
+}
+
+/* ---- fork ---------------------------------------------------------------------------------- */
+
+/* Called with slab_mutex and sysfs_lock held (init.c has the order). */
+void slab_fork_prepare(void)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &slab_caches) {
+		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
+
+		percpu_lock_all(s->cpu_slab);
+		slub_lock(&get_node(s, 0)->list_lock);
+	}
+}
+
+void slab_fork_parent(void)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &slab_caches) {
+		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
+
+		slub_unlock(&get_node(s, 0)->list_lock);
+		percpu_unlock_all(s->cpu_slab);
+	}
+}
+
+void slab_fork_child(void)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &slab_caches) {
+		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
+
+		slub_lock_init(&get_node(s, 0)->list_lock);
+		percpu_reinit_all(s->cpu_slab);
+	}
+}

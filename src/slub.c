@@ -1,0 +1,659 @@
+// SPDX-License-Identifier: MIT
+/*
+ * SLUB: the slab allocator's core, after the kernel's mm/slub.c (Linux 6.x
+ * before sheaves, with Linux 6.8's unfrozen per-CPU partial slabs).
+ *
+ * Allocation: pop from the CPU freelist with a restartable sequence
+ * (slab_alloc). Else the slow path ___slab_alloc, with this CPU's lock held
+ * and its fast paths stopped: take the remote frees from the CPU slab
+ * (ALLOC_REFILL), else a slab from the CPU partial list
+ * (CPU_PARTIAL_ALLOC), else from the node partial list
+ * (ALLOC_FROM_PARTIAL), else a new slab (ALLOC_SLAB).
+ *
+ * Free: push onto the CPU freelist if the object is in the CPU slab
+ * (slab_free). Else __slab_free: a lock-free compare-and-swap on the
+ * slab's own freelist and counters, taking list_lock only when the slab
+ * has to change list.
+ *
+ * The data model and the per-CPU rules are in slab.h and percpu.h.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "init.h"
+#include "report.h"
+#include "slub_internal.h"
+
+struct list_head slab_caches = LIST_HEAD_INIT(slab_caches);
+struct slub_lock slab_mutex = SLUB_LOCK_INIT;
+
+/* ---- Helpers ----------------------------------------------------------------- */
+
+static inline void *get_freepointer(struct kmem_cache *s, void *object)
+{
+	return *(void **)((char *)object + s->offset);
+}
+
+static inline void set_freepointer(struct kmem_cache *s, void *object, void *fp)
+{
+	*(void **)((char *)object + s->offset) = fp;
+}
+
+static inline struct kmem_cache_cpu *cpu_slab(struct kmem_cache *s,
+					      unsigned int cpu)
+{
+	return per_cpu_ptr(s->cpu_slab, cpu);
+}
+
+static inline int slab_nid(const struct slab *slab)
+{
+	(void)slab;
+	return 0;
+}
+
+static inline bool kmem_cache_has_cpu_partial(struct kmem_cache *s)
+{
+	return READ_ONCE(s->cpu_partial) != 0;
+}
+
+static inline void *slab_address(const struct slab *slab)
+{
+	return page_address((const struct page *)slab);
+}
+
+static inline unsigned int slab_order(const struct slab *slab)
+{
+	return PAGE_STATE_ORDER(__atomic_load_n(&slab->state, __ATOMIC_RELAXED));
+}
+
+/* Snapshot of (freelist, counters); a torn read only makes the CAS fail. */
+static inline void slab_read(struct slab *slab, void **freelist,
+			     unsigned long *counters)
+{
+	*freelist = __atomic_load_n(&slab->freelist, __ATOMIC_ACQUIRE);
+	*counters = __atomic_load_n(&slab->counters, __ATOMIC_RELAXED);
+}
+
+/*
+ * The kernel's slab_update_freelist(): swap (freelist, counters) as one
+ * 16-byte value (cmpxchg16b). Release on success so that the free pointers
+ * written before it are visible to whoever takes the freelist.
+ */
+static inline bool slab_update_freelist(struct kmem_cache *s, struct slab *slab,
+					void *freelist_old, unsigned long counters_old,
+					void *freelist_new, unsigned long counters_new)
+{
+	unsigned __int128 old = (unsigned __int128)(uintptr_t)freelist_old |
+				(unsigned __int128)counters_old << 64;
+	unsigned __int128 new = (unsigned __int128)(uintptr_t)freelist_new |
+				(unsigned __int128)counters_new << 64;
+
+	if (__sync_bool_compare_and_swap(&slab->freelist_counters, old, new))
+		return true;
+	stat(s, CMPXCHG_DOUBLE_FAIL);
+	return false;
+}
+
+/* ---- Lists -------------------------------------------------------------------- */
+
+static inline void list_lock(struct kmem_cache *s, struct kmem_cache_node *n)
+{
+	slub_lock(&n->list_lock);
+	stat(s, LIST_LOCK);
+}
+
+static inline void list_unlock(struct kmem_cache_node *n)
+{
+	slub_unlock(&n->list_lock);
+}
+
+void add_partial(struct kmem_cache_node *n, struct slab *slab, int tail)
+{
+	WRITE_ONCE(n->nr_partial, n->nr_partial + 1);
+	if (tail == DEACTIVATE_TO_TAIL)
+		list_add_tail(&slab->slab_list, &n->partial);
+	else
+		list_add(&slab->slab_list, &n->partial);
+	slab->flags |= SL_partial;
+}
+
+void remove_partial(struct kmem_cache_node *n, struct slab *slab)
+{
+	list_del(&slab->slab_list);
+	slab->flags &= ~SL_partial;
+	WRITE_ONCE(n->nr_partial, n->nr_partial - 1);
+}
+
+static inline void inc_slabs_node(struct kmem_cache_node *n, unsigned int objects)
+{
+	__atomic_fetch_add(&n->nr_slabs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&n->total_objects, objects, __ATOMIC_RELAXED);
+}
+
+static inline void dec_slabs_node(struct kmem_cache_node *n, unsigned int objects)
+{
+	__atomic_fetch_sub(&n->nr_slabs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&n->total_objects, objects, __ATOMIC_RELAXED);
+}
+
+/* ---- Slabs from and to the page allocator ------------------------------------- */
+
+static struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp)
+{
+	struct kmem_cache_order_objects oo = s->oo;
+	unsigned int order = oo_order(oo), objects, i;
+	struct page *page;
+	struct slab *slab;
+	char *base, *p;
+	void *addr;
+
+	addr = __get_free_pages((gfp & ~__GFP_ZERO) | __GFP_NOWARN, order);
+	if (unlikely(!addr) && order != oo_order(s->min)) {
+		oo = s->min;
+		order = oo_order(oo);
+		addr = __get_free_pages((gfp & ~__GFP_ZERO) | __GFP_NOWARN, order);
+		if (addr)
+			stat(s, ORDER_FALLBACK);
+	}
+	if (unlikely(!addr))
+		return NULL;
+	page = virt_to_page(addr);
+	slab = (struct slab *)page;
+	objects = oo_objects(oo);
+	/* Tail pages point at the head, so any address finds its slab. */
+	for (i = 1; i < 1U << order; i++)
+		page[i].slab_private[0] = (unsigned long)page | PAGE_TAIL_TAG;
+	slab->slab_cache = s;
+	slab->next = NULL;
+	slab->slabs = 0;
+	slab->flags = 0;
+	base = addr;
+	for (i = 0, p = base; i < objects; i++, p += s->size) {
+		if (s->ctor)
+			s->ctor(p);
+		set_freepointer(s, p, i + 1 < objects ? p + s->size : NULL);
+	}
+	slab->freelist = base;
+	slab->counters = 0;
+	slab->objects = objects;
+	set_page_state(page, PGTY_SLAB, order);
+	inc_slabs_node(get_node(s, 0), objects);
+	return slab;
+}
+
+void discard_slab(struct kmem_cache *s, struct slab *slab)
+{
+	struct page *page = (struct page *)slab;
+	unsigned int order = slab_order(slab);
+
+	dec_slabs_node(get_node(s, slab_nid(slab)), slab->objects);
+	for (unsigned int i = 1; i < 1U << order; i++)
+		page[i].slab_private[0] = 0;
+	memset(page->slab_private, 0, sizeof(page->slab_private));
+	set_page_state(page, PGTY_ALLOC, order);
+	free_pages(page_address(page), order);
+	stat(s, FREE_SLAB);
+}
+
+/* ---- Freezing and unfreezing ----------------------------------------------------- */
+
+/*
+ * Take the slab's freelist for the CPU slab: the objects become the CPU's
+ * (inuse = objects). The slab stays frozen only if there was anything to
+ * take (the kernel's get_freelist()).
+ */
+static void *get_freelist(struct kmem_cache *s, struct slab *slab)
+{
+	unsigned long counters;
+	void *freelist;
+	struct slab new;
+
+	do {
+		slab_read(slab, &freelist, &counters);
+		new.counters = counters;
+		new.inuse = slab->objects;
+		new.frozen = freelist != NULL;
+	} while (!slab_update_freelist(s, slab, freelist, counters, NULL,
+				      new.counters));
+	return freelist;
+}
+
+/* An unfrozen slab from a partial list becomes a CPU slab. */
+static void *freeze_slab(struct kmem_cache *s, struct slab *slab)
+{
+	unsigned long counters;
+	void *freelist;
+	struct slab new;
+
+	do {
+		slab_read(slab, &freelist, &counters);
+		new.counters = counters;
+		new.inuse = slab->objects;
+		new.frozen = 1;
+	} while (!slab_update_freelist(s, slab, freelist, counters, NULL,
+				      new.counters));
+	return freelist;
+}
+
+/*
+ * Give a CPU slab back: splice the CPU freelist onto the slab's freelist,
+ * unfreeze it, and put it where it belongs (the kernel's deactivate_slab).
+ */
+void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist)
+{
+	struct kmem_cache_node *n = get_node(s, slab_nid(slab));
+	int tail = DEACTIVATE_TO_HEAD, free_delta = 0;
+	void *freelist_tail = NULL, *iter;
+	unsigned long counters;
+	void *old_freelist;
+	struct slab new;
+
+	if (READ_ONCE(slab->freelist)) {
+		stat(s, DEACTIVATE_REMOTE_FREES);
+		tail = DEACTIVATE_TO_TAIL;
+	}
+	for (iter = freelist; iter; iter = get_freepointer(s, iter)) {
+		free_delta++;
+		freelist_tail = iter;
+	}
+	do {
+		slab_read(slab, &old_freelist, &counters);
+		new.counters = counters;
+		new.frozen = 0;
+		if (freelist_tail) {
+			new.inuse -= free_delta;
+			set_freepointer(s, freelist_tail, old_freelist);
+			new.freelist = freelist;
+		} else {
+			new.freelist = old_freelist;
+		}
+	} while (!slab_update_freelist(s, slab, old_freelist, counters,
+				      new.freelist, new.counters));
+
+	if (!new.inuse && READ_ONCE(n->nr_partial) >= s->min_partial) {
+		stat(s, DEACTIVATE_EMPTY);
+		discard_slab(s, slab);
+	} else if (new.freelist) {
+		list_lock(s, n);
+		add_partial(n, slab, tail);
+		list_unlock(n);
+		stat(s, tail);
+	} else {
+		stat(s, DEACTIVATE_FULL);
+	}
+}
+
+/* Move a chain of CPU partial slabs to the node lists (__put_partials). */
+static void put_partials(struct kmem_cache *s, struct slab *partial)
+{
+	struct kmem_cache_node *n = get_node(s, 0);
+	struct slab *discard = NULL;
+
+	if (!partial)
+		return;
+	list_lock(s, n);
+	while (partial) {
+		struct slab *slab = partial;
+
+		struct slab now;
+
+		partial = slab->next;
+		now.counters = READ_ONCE(slab->counters);
+		if (!now.inuse && n->nr_partial >= s->min_partial) {
+			slab->next = discard;
+			discard = slab;
+		} else {
+			add_partial(n, slab, DEACTIVATE_TO_TAIL);
+			stat(s, FREE_ADD_PARTIAL);
+		}
+	}
+	list_unlock(n);
+	while (discard) {
+		struct slab *slab = discard;
+
+		discard = slab->next;
+		discard_slab(s, slab);
+	}
+}
+
+/*
+ * Put a slab on the CPU partial list of cpu, whose lock the caller holds.
+ * Returns the old chain when it was full and drain is set: the caller
+ * moves it to the node after dropping the lock (put_cpu_partial()).
+ */
+static struct slab *__put_cpu_partial(struct kmem_cache *s,
+				      struct kmem_cache_cpu *c,
+				      struct slab *slab, bool drain)
+{
+	struct slab *old = c->partial, *to_put = NULL;
+	int slabs = 0;
+
+	if (old) {
+		if (drain && old->slabs >= (int)READ_ONCE(s->cpu_partial_slabs)) {
+			to_put = old;
+			old = NULL;
+		} else {
+			slabs = old->slabs;
+		}
+	}
+	slab->slabs = slabs + 1;
+	slab->next = old;
+	c->partial = slab;
+	return to_put;
+}
+
+static void put_cpu_partial(struct kmem_cache *s, struct slab *slab)
+{
+	unsigned int cpu = raw_smp_processor_id();
+	struct slab *to_put;
+
+	/* c->partial is locked state: the lock suffices, fast paths go on. */
+	percpu_lock(s->cpu_slab, cpu);
+	to_put = __put_cpu_partial(s, cpu_slab(s, cpu), slab, true);
+	percpu_unlock(s->cpu_slab, cpu);
+	if (to_put) {
+		put_partials(s, to_put);
+		stat(s, CPU_PARTIAL_DRAIN);
+	}
+}
+
+/* ---- The allocation slow path ------------------------------------------------------ */
+
+/*
+ * Take slabs off the node partial list: the first becomes the CPU slab,
+ * up to cpu_partial / 2 more go to the CPU partial list (get_partial_node).
+ */
+static struct slab *get_partial_node(struct kmem_cache *s,
+				     struct kmem_cache_node *n,
+				     struct kmem_cache_cpu *c)
+{
+	struct slab *slab, *partial = NULL;
+	unsigned int partial_slabs = 0;
+	struct list_head *pos, *next;
+
+	if (!READ_ONCE(n->nr_partial))
+		return NULL;
+	list_lock(s, n);
+	for (pos = n->partial.next; pos != &n->partial; pos = next) {
+		next = pos->next;
+		slab = list_entry(pos, struct slab, slab_list);
+		remove_partial(n, slab);
+		if (!partial) {
+			partial = slab;
+			stat(s, ALLOC_FROM_PARTIAL);
+			if (!kmem_cache_has_cpu_partial(s))
+				break;
+		} else {
+			__put_cpu_partial(s, c, slab, false);
+			stat(s, CPU_PARTIAL_NODE);
+			if (++partial_slabs > READ_ONCE(s->cpu_partial_slabs) / 2)
+				break;
+		}
+	}
+	list_unlock(n);
+	return partial;
+}
+
+/*
+ * With c's lock held and its fast paths stopped, c is ours alone.
+ * Returns an object, or NULL when no slab can be had.
+ */
+static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp,
+			   struct kmem_cache_cpu *c)
+{
+	struct slab *slab = c->slab;
+	void *freelist;
+
+	if (slab) {
+		/* Another thread of this CPU may have refilled it meanwhile. */
+		freelist = c->freelist;
+		if (freelist)
+			goto load_freelist;
+		freelist = get_freelist(s, slab);
+		if (freelist) {
+			stat(s, ALLOC_REFILL);
+			goto load_freelist;
+		}
+		/* Full: it leaves the CPU without a list. */
+		c->slab = NULL;
+		stat(s, DEACTIVATE_BYPASS);
+	}
+
+	while ((slab = c->partial)) {
+		c->partial = slab->next;
+		freelist = get_freelist(s, slab);
+		if (freelist) {
+			c->slab = slab;
+			stat(s, CPU_PARTIAL_ALLOC);
+			goto load_freelist;
+		}
+	}
+
+	slab = get_partial_node(s, get_node(s, 0), c);
+	if (slab) {
+		freelist = freeze_slab(s, slab);
+		c->slab = slab;
+		goto load_freelist;
+	}
+
+	slab = allocate_slab(s, gfp);
+	if (!slab)
+		return NULL;
+	stat(s, ALLOC_SLAB);
+	/* Nobody else can see the slab yet: no compare-and-swap needed. */
+	freelist = slab->freelist;
+	slab->freelist = NULL;
+	slab->inuse = slab->objects;
+	slab->frozen = 1;
+	c->slab = slab;
+
+load_freelist:
+	WRITE_ONCE(c->freelist, get_freepointer(s, freelist));
+	return freelist;
+}
+
+void *__slab_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	unsigned int cpu;
+	void *object;
+
+	stat(s, ALLOC_SLOWPATH);
+	for (;;) {
+		cpu = raw_smp_processor_id();
+		percpu_lock(s->cpu_slab, cpu);
+		if (percpu_stop_local(s->cpu_slab, cpu))
+			break;
+		/* Migrated between reading the CPU and locking it. */
+		percpu_unlock(s->cpu_slab, cpu);
+		stat(s, CMPXCHG_DOUBLE_CPU_FAIL);
+	}
+	object = ___slab_alloc(s, gfp, cpu_slab(s, cpu));
+	percpu_resume(s->cpu_slab, cpu);
+	if (unlikely(!object)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return object;
+}
+
+/* ---- The free slow path --------------------------------------------------------- */
+
+/*
+ * Free cnt objects (head .. tail, already chained) of one slab that is not
+ * this CPU's CPU slab (the kernel's __slab_free()).
+ */
+void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
+		 void *tail, int cnt)
+{
+	struct kmem_cache_node *n = NULL;
+	bool was_frozen, on_node_partial = false;
+	unsigned long counters;
+	struct slab new;
+	void *prior;
+
+	do {
+		if (unlikely(n)) {
+			list_unlock(n);
+			n = NULL;
+		}
+		slab_read(slab, &prior, &counters);
+		set_freepointer(s, tail, prior);
+		new.counters = counters;
+		was_frozen = new.frozen;
+		new.inuse -= cnt;
+		if ((!new.inuse || !prior) && !was_frozen) {
+			/* Needs to be taken off a list, or put on one. */
+			if (!kmem_cache_has_cpu_partial(s) || prior) {
+				n = get_node(s, slab_nid(slab));
+				list_lock(s, n);
+				on_node_partial = slab->flags & SL_partial;
+			}
+		}
+	} while (!slab_update_freelist(s, slab, prior, counters, head,
+				      new.counters));
+
+	if (likely(!n)) {
+		if (was_frozen) {
+			stat(s, FREE_FROZEN);
+		} else if (kmem_cache_has_cpu_partial(s) && !prior) {
+			/* It was full: it goes to this CPU's partial list. */
+			put_cpu_partial(s, slab);
+			stat(s, CPU_PARTIAL_FREE);
+		}
+		return;
+	}
+	/* Partly free but on no node list: a CPU partial slab. Leave it. */
+	if (prior && !on_node_partial) {
+		list_unlock(n);
+		return;
+	}
+	if (unlikely(!new.inuse && n->nr_partial >= s->min_partial)) {
+		if (prior) {
+			remove_partial(n, slab);
+			stat(s, FREE_REMOVE_PARTIAL);
+		}
+		list_unlock(n);
+		discard_slab(s, slab);
+		return;
+	}
+	if (!kmem_cache_has_cpu_partial(s) && unlikely(!prior)) {
+		add_partial(n, slab, DEACTIVATE_TO_TAIL);
+		stat(s, FREE_ADD_PARTIAL);
+	}
+	list_unlock(n);
+}
+
+/* ---- Counting and reporting ----------------------------------------------------------- */
+
+/* Free objects on the node's partial slabs (count_partial(n, count_free)). */
+unsigned long count_partial_free(struct kmem_cache *s, struct kmem_cache_node *n)
+{
+	unsigned long free = 0;
+	struct list_head *pos;
+
+	list_lock(s, n);
+	list_for_each(pos, &n->partial) {
+		struct slab *slab = list_entry(pos, struct slab, slab_list);
+		struct slab now;
+
+		now.counters = READ_ONCE(slab->counters);
+		free += now.objects - now.inuse;
+	}
+	list_unlock(n);
+	return free;
+}
+
+void slab_count(struct kmem_cache *s, struct slab_counts *cnt)
+{
+	struct kmem_cache_node *n = get_node(s, 0);
+	unsigned long partial_free;
+	unsigned int cpu;
+
+	memset(cnt, 0, sizeof(*cnt));
+	partial_free = count_partial_free(s, n);
+	cnt->slabs = READ_ONCE(n->nr_slabs);
+	cnt->total_objects = READ_ONCE(n->total_objects);
+	cnt->partial = READ_ONCE(n->nr_partial);
+	cnt->objects_partial = 0;
+	for_each_possible_cpu(cpu) {
+		struct kmem_cache_cpu *c = cpu_slab(s, cpu);
+		struct slab *slab;
+
+		/* A snapshot under the lock that guards c->partial. */
+		percpu_lock(s->cpu_slab, cpu);
+		if (READ_ONCE(c->slab))
+			cnt->cpu_slabs++;
+		for (slab = c->partial; slab; slab = slab->next) {
+			struct slab now;
+
+			now.counters = READ_ONCE(slab->counters);
+			cnt->cpu_partial_slabs++;
+			partial_free += now.objects - now.inuse;
+		}
+		percpu_unlock(s->cpu_slab, cpu);
+	}
+	cnt->objects = cnt->total_objects - partial_free;
+	{
+		struct list_head *pos;
+
+		list_lock(s, n);
+		list_for_each(pos, &n->partial) {
+			struct slab *slab = list_entry(pos, struct slab, slab_list);
+			struct slab now;
+
+			now.counters = READ_ONCE(slab->counters);
+			cnt->objects_partial += now.inuse;
+		}
+		list_unlock(n);
+	}
+}
+
+/* kmem_cache_free() of something that is not an object of s. */
+void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
+		     const void *caller)
+{
+	if (slab)
+		slub_pr_err("BUG %s: Wrong slab cache. %s but object %p is from %s\n",
+			    s ? s->name : "(null)", s ? s->name : "(null)", obj,
+			    slab->slab_cache->name);
+	else
+		slub_pr_err("BUG %s: Invalid pointer %p: not a slab object\n",
+			    s ? s->name : "(null)", obj);
+	slub_pr_caller(caller);
+}
+
+/* ---- Flushing CPUs ------------------------------------------------------------------ */
+
+/*
+ * Take cpu's CPU slab and CPU partial slabs away (cpu may be any CPU: its
+ * fast paths are stopped while its state changes) and give them back.
+ */
+void flush_cpu_slab(struct kmem_cache *s, unsigned int cpu)
+{
+	struct kmem_cache_cpu *c = cpu_slab(s, cpu);
+	struct slab *slab, *partial;
+	void *freelist;
+
+	percpu_stop(s->cpu_slab, cpu);
+	slab = c->slab;
+	freelist = c->freelist;
+	partial = c->partial;
+	c->slab = NULL;
+	WRITE_ONCE(c->freelist, NULL);
+	c->partial = NULL;
+	percpu_resume(s->cpu_slab, cpu);
+	if (slab) {
+		deactivate_slab(s, slab, freelist);
+		stat(s, CPUSLAB_FLUSH);
+	}
+	put_partials(s, partial);
+}
+
+void flush_all(struct kmem_cache *s)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		flush_cpu_slab(s, cpu);
+}

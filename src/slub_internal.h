@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The slab core's internal interface: the fast paths (kept visibly short),
+ * statistics, and what slub.c, slab_common.c, kmalloc.c and slub_sysfs.c
+ * share.
+ */
+#ifndef SLUB_INTERNAL_H
+#define SLUB_INTERNAL_H
+
+#include <errno.h>
+#include <string.h>
+
+#include "slab.h"
+
+static inline pcpu_off_t stat_off(const struct kmem_cache *s, enum stat_item si)
+{
+	return s->cpu_stats + (pcpu_off_t)si * sizeof(unsigned long);
+}
+
+/* Statistics are always on: one restartable add (see docs/slub.md). */
+static __always_inline void stat(const struct kmem_cache *s, enum stat_item si)
+{
+	this_cpu_inc(stat_off(s, si));
+}
+
+#define CPU_SLAB_FREELIST(s)	((s)->cpu_slab + offsetof(struct kmem_cache_cpu, freelist))
+#define CPU_SLAB_SLAB(s)	((s)->cpu_slab + offsetof(struct kmem_cache_cpu, slab))
+
+static inline struct kmem_cache_node *get_node(struct kmem_cache *s, int node)
+{
+	return s->node[node];
+}
+
+void *__slab_alloc(struct kmem_cache *s, gfp_t gfp);
+void add_partial(struct kmem_cache_node *n, struct slab *slab, int tail);
+void remove_partial(struct kmem_cache_node *n, struct slab *slab);
+void discard_slab(struct kmem_cache *s, struct slab *slab);
+unsigned long count_partial_free(struct kmem_cache *s, struct kmem_cache_node *n);
+void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
+		     const void *caller);
+void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
+		 void *tail, int cnt);
+void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist);
+void flush_cpu_slab(struct kmem_cache *s, unsigned int cpu);
+void flush_all(struct kmem_cache *s);
+
+/*
+ * The allocation fast path: pop the CPU freelist, one restartable
+ * sequence. Anything else (empty, stopped) is the slow path's business.
+ */
+static __always_inline void *slab_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	void *object;
+
+	if (likely(this_cpu_pop(s->cpu_slab, CPU_SLAB_FREELIST(s), s->offset,
+				&object) == RSEQ_OK))
+		stat(s, ALLOC_FASTPATH);
+	else if (unlikely(!(object = __slab_alloc(s, gfp))))
+		return NULL;
+	if (unlikely(gfp & __GFP_ZERO))
+		memset(object, 0, s->object_size);
+	return object;
+}
+
+/*
+ * The free fast path: push onto the CPU freelist if the object's slab is
+ * the CPU slab, one restartable sequence; else the lock-free remote free.
+ */
+static __always_inline void slab_free(struct kmem_cache *s, struct slab *slab,
+				      void *object)
+{
+	if (likely(this_cpu_cmpeq_push(s->cpu_slab, CPU_SLAB_SLAB(s),
+				       (uintptr_t)slab, CPU_SLAB_FREELIST(s),
+				       object, s->offset) == RSEQ_OK)) {
+		stat(s, FREE_FASTPATH);
+		return;
+	}
+	__slab_free(s, slab, object, object, 1);
+	stat(s, FREE_SLOWPATH);
+}
+
+/*
+ * The slab an address belongs to, or NULL if it is not inside a slab of
+ * the arena. Arithmetic only: tail pages point at their head.
+ */
+static inline struct slab *virt_to_slab(const void *addr)
+{
+	uintptr_t off = (uintptr_t)((const char *)addr - zone.arena);
+	struct page *page;
+
+	if ((const char *)addr < zone.arena || off >= zone.nr_pages << PAGE_SHIFT)
+		return NULL;
+	page = pfn_to_page(off >> PAGE_SHIFT);
+	if (page->slab_private[0] & PAGE_TAIL_TAG)
+		page = (struct page *)(page->slab_private[0] & ~PAGE_TAIL_TAG);
+	if (PAGE_STATE_TYPE(page_state(page)) != PGTY_SLAB)
+		return NULL;
+	return (struct slab *)page;
+}
+
+/* Slab sizing (slab_common.c). */
+struct slub_boot_params {
+	unsigned int min_order;		/* SLUB_MIN_ORDER, slub_min_order */
+	unsigned int max_order;		/* SLUB_MAX_ORDER, slub_max_order */
+	unsigned int min_objects;	/* SLUB_MIN_OBJECTS, slub_min_objects */
+	unsigned int nr_cpus;		/* SLUB_NR_CPUS: size as if N CPUs */
+};
+
+extern struct slub_boot_params slub_params;
+
+int calculate_order(unsigned int size);
+int calculate_sizes(struct kmem_cache *s, int forced_order);
+void set_cpu_partial(struct kmem_cache *s, unsigned int nr_objects);
+unsigned int slab_nr_cpus(void);
+
+int slab_init(void);
+void slab_sysfs_add(struct kmem_cache *s);
+void slab_sysfs_remove(struct kmem_cache *s);
+int kmem_cache_shrink_locked(struct kmem_cache *s);
+void slab_fork_prepare(void);
+void slab_fork_parent(void);
+void slab_fork_child(void);
+
+/* Counts for sysfs and slabinfo. */
+struct slab_counts {
+	unsigned long slabs, objects, total_objects, partial, objects_partial;
+	unsigned long cpu_slabs, cpu_partial_slabs;
+};
+void slab_count(struct kmem_cache *s, struct slab_counts *cnt);
+
+#endif /* SLUB_INTERNAL_H */

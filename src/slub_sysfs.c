@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+/* slab/<cache>/ in the sysfs-style namespace, with /sys/kernel/slab's names. */
+#include <dlfcn.h>
+#include <errno.h>
+
+#include "init.h"
+#include "slub_internal.h"
+
+static struct sysfs_dir slab_root = { .name = "slab" };
+
+void slab_sysfs_init(void)
+{
+	sysfs_add_dir(NULL, &slab_root);
+}
+
+enum slab_value {
+	V_OBJECT_SIZE, V_SLAB_SIZE, V_ALIGN, V_OBJS_PER_SLAB, V_PARTIAL,
+	V_CPU_SLABS, V_SLABS, V_OBJECTS, V_TOTAL_OBJECTS, V_OBJECTS_PARTIAL,
+};
+
+static void value_show(struct seq_buf *sb, void *obj, long arg)
+{
+	struct kmem_cache *s = obj;
+	struct slab_counts cnt;
+	unsigned long v = 0;
+
+	if (arg >= V_PARTIAL)
+		slab_count(s, &cnt);
+	switch ((enum slab_value)arg) {
+	case V_OBJECT_SIZE: v = s->object_size; break;
+	case V_SLAB_SIZE: v = s->size; break;
+	case V_ALIGN: v = s->align; break;
+	case V_OBJS_PER_SLAB: v = oo_objects(s->oo); break;
+	case V_PARTIAL: v = cnt.partial; break;
+	case V_CPU_SLABS: v = cnt.cpu_slabs + cnt.cpu_partial_slabs; break;
+	case V_SLABS: v = cnt.slabs; break;
+	case V_OBJECTS: v = cnt.objects; break;
+	case V_TOTAL_OBJECTS: v = cnt.total_objects; break;
+	case V_OBJECTS_PARTIAL: v = cnt.objects_partial; break;
+	}
+	seq_printf(sb, "%lu\n", v);
+}
+
+static void order_show(struct seq_buf *sb, void *obj, long arg)
+{
+	struct kmem_cache *s = obj;
+
+	(void)arg;
+	seq_printf(sb, "%u\n", oo_order((struct kmem_cache_order_objects){
+		READ_ONCE(s->oo.x) }));
+}
+
+/* New slabs get the new order; the objects' layout does not change. */
+static int order_store(void *obj, long arg, const char *val)
+{
+	struct kmem_cache *s = obj;
+	struct kmem_cache tmp;
+	unsigned long order;
+
+	(void)arg;
+	if (sysfs_parse_ulong(val, &order) || order > slub_params.max_order ||
+	    order < slub_params.min_order)
+		return -EINVAL;
+	tmp = *s;
+	if (calculate_sizes(&tmp, (int)order) || tmp.size != s->size)
+		return -EINVAL;
+	WRITE_ONCE(s->oo.x, tmp.oo.x);
+	set_cpu_partial(s, READ_ONCE(s->cpu_partial));
+	return 0;
+}
+
+static void min_partial_show(struct seq_buf *sb, void *obj, long arg)
+{
+	(void)arg;
+	seq_printf(sb, "%lu\n", READ_ONCE(((struct kmem_cache *)obj)->min_partial));
+}
+
+static int min_partial_store(void *obj, long arg, const char *val)
+{
+	unsigned long v;
+
+	(void)arg;
+	if (sysfs_parse_ulong(val, &v))
+		return -EINVAL;
+	WRITE_ONCE(((struct kmem_cache *)obj)->min_partial, v);
+	return 0;
+}
+
+static void cpu_partial_show(struct seq_buf *sb, void *obj, long arg)
+{
+	(void)arg;
+	seq_printf(sb, "%u\n", READ_ONCE(((struct kmem_cache *)obj)->cpu_partial));
+}
+
+/* 0 turns the per-CPU partial lists off: SLUB before 2011. */
+static int cpu_partial_store(void *obj, long arg, const char *val)
+{
+	struct kmem_cache *s = obj;
+	unsigned long v;
+
+	(void)arg;
+	if (sysfs_parse_ulong(val, &v) || v > MAX_OBJS_PER_PAGE)
+		return -EINVAL;
+	set_cpu_partial(s, (unsigned int)v);
+	flush_all(s);
+	return 0;
+}
+
+static void slabs_cpu_partial_show(struct seq_buf *sb, void *obj, long arg)
+{
+	struct kmem_cache *s = obj;
+	unsigned int cpu, per_slab = oo_objects(s->oo);
+	int total = 0;
+
+	(void)arg;
+	for_each_possible_cpu(cpu) {
+		struct kmem_cache_cpu *c = per_cpu_ptr(s->cpu_slab, cpu);
+
+		percpu_lock(s->cpu_slab, cpu);
+		if (c->partial)
+			total += c->partial->slabs;
+		percpu_unlock(s->cpu_slab, cpu);
+	}
+	/* Approximately half-full slabs, as the kernel reports them. */
+	seq_printf(sb, "%d(%d)", total * (int)per_slab / 2, total);
+	for_each_possible_cpu(cpu) {
+		struct kmem_cache_cpu *c = per_cpu_ptr(s->cpu_slab, cpu);
+		int slabs = 0;
+
+		percpu_lock(s->cpu_slab, cpu);
+		if (c->partial)
+			slabs = c->partial->slabs;
+		percpu_unlock(s->cpu_slab, cpu);
+		if (slabs)
+			seq_printf(sb, " C%u=%d(%d)", cpu, slabs * (int)per_slab / 2,
+				   slabs);
+	}
+	seq_printf(sb, "\n");
+}
+
+static void ctor_show(struct seq_buf *sb, void *obj, long arg)
+{
+	struct kmem_cache *s = obj;
+	Dl_info info;
+
+	(void)arg;
+	if (!s->ctor)
+		return;
+	if (dladdr((void *)(uintptr_t)s->ctor, &info) && info.dli_sname)
+		seq_printf(sb, "%s+0x%lx\n", info.dli_sname,
+			   (unsigned long)((char *)(uintptr_t)s->ctor -
+					   (char *)info.dli_saddr));
+	else
+		seq_printf(sb, "%p\n", (void *)(uintptr_t)s->ctor);
+}
+
+static int shrink_store(void *obj, long arg, const char *val)
+{
+	unsigned long v;
+
+	(void)arg;
+	if (sysfs_parse_ulong(val, &v) || v != 1)
+		return -EINVAL;
+	return kmem_cache_shrink_locked(obj);
+}
+
+static void stat_show(struct seq_buf *sb, void *obj, long si)
+{
+	sysfs_show_counter(sb, stat_off(obj, (enum stat_item)si));
+}
+
+static int stat_store(void *obj, long si, const char *val)
+{
+	return sysfs_clear_counter(stat_off(obj, (enum stat_item)si), val);
+}
+
+#define VALUE(n, v)	{ n, value_show, NULL, v }
+#define STAT(n, si)	{ n, stat_show, stat_store, si }
+
+static const struct slub_attr slab_attrs[] = {
+	VALUE("object_size", V_OBJECT_SIZE),
+	VALUE("slab_size", V_SLAB_SIZE),
+	VALUE("align", V_ALIGN),
+	VALUE("objs_per_slab", V_OBJS_PER_SLAB),
+	VALUE("partial", V_PARTIAL),
+	VALUE("cpu_slabs", V_CPU_SLABS),
+	VALUE("slabs", V_SLABS),
+	VALUE("objects", V_OBJECTS),
+	VALUE("total_objects", V_TOTAL_OBJECTS),
+	VALUE("objects_partial", V_OBJECTS_PARTIAL),
+	{ "order", order_show, order_store, 0 },
+	{ "min_partial", min_partial_show, min_partial_store, 0 },
+	{ "cpu_partial", cpu_partial_show, cpu_partial_store, 0 },
+	{ "slabs_cpu_partial", slabs_cpu_partial_show, NULL, 0 },
+	{ "ctor", ctor_show, NULL, 0 },
+	{ "shrink", NULL, shrink_store, 0 },
+	STAT("alloc_fastpath", ALLOC_FASTPATH),
+	STAT("alloc_slowpath", ALLOC_SLOWPATH),
+	STAT("free_fastpath", FREE_FASTPATH),
+	STAT("free_slowpath", FREE_SLOWPATH),
+	STAT("free_frozen", FREE_FROZEN),
+	STAT("free_add_partial", FREE_ADD_PARTIAL),
+	STAT("free_remove_partial", FREE_REMOVE_PARTIAL),
+	STAT("alloc_from_partial", ALLOC_FROM_PARTIAL),
+	STAT("alloc_slab", ALLOC_SLAB),
+	STAT("alloc_refill", ALLOC_REFILL),
+	STAT("alloc_node_mismatch", ALLOC_NODE_MISMATCH),
+	STAT("free_slab", FREE_SLAB),
+	STAT("cpuslab_flush", CPUSLAB_FLUSH),
+	STAT("deactivate_full", DEACTIVATE_FULL),
+	STAT("deactivate_empty", DEACTIVATE_EMPTY),
+	STAT("deactivate_to_head", DEACTIVATE_TO_HEAD),
+	STAT("deactivate_to_tail", DEACTIVATE_TO_TAIL),
+	STAT("deactivate_remote_frees", DEACTIVATE_REMOTE_FREES),
+	STAT("deactivate_bypass", DEACTIVATE_BYPASS),
+	STAT("order_fallback", ORDER_FALLBACK),
+	STAT("cmpxchg_double_cpu_fail", CMPXCHG_DOUBLE_CPU_FAIL),
+	STAT("cmpxchg_double_fail", CMPXCHG_DOUBLE_FAIL),
+	STAT("cpu_partial_alloc", CPU_PARTIAL_ALLOC),
+	STAT("cpu_partial_free", CPU_PARTIAL_FREE),
+	STAT("cpu_partial_node", CPU_PARTIAL_NODE),
+	STAT("cpu_partial_drain", CPU_PARTIAL_DRAIN),
+	STAT("list_lock", LIST_LOCK),
+};
+
+void slab_sysfs_add(struct kmem_cache *s)
+{
+	s->sysfs.name = s->name;
+	s->sysfs.attrs = slab_attrs;
+	s->sysfs.nr_attrs = ARRAY_SIZE(slab_attrs);
+	s->sysfs.obj = s;
+	sysfs_add_dir(&slab_root, &s->sysfs);
+}
+
+void slab_sysfs_remove(struct kmem_cache *s)
+{
+	sysfs_remove_dir(&s->sysfs);
+}
