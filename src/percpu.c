@@ -133,6 +133,29 @@ void percpu_resume(pcpu_off_t ctl, unsigned int cpu)
 	slub_unlock(&c->lock);
 }
 
+/* Own registration, or fallback mode: a relaxed atomic add. */
+void this_cpu_add_slow(pcpu_off_t off, long v)
+{
+	struct slub_rseq_abi *rs = rseq_slow();
+	char *p = pcpu_base + off;
+
+	if (!rs) {
+		__atomic_fetch_add((long *)per_cpu_ptr(off, raw_smp_processor_id()),
+				   v, __ATOMIC_RELAXED);
+		return;
+	}
+abort:
+	ARCH_RSEQ_ADDV(rs, p, v, PERCPU_UNIT_SHIFT, abort);
+}
+
+/* Not glibc's registration: our own (registering now), or NULL: fallback. */
+struct slub_rseq_abi *rseq_slow(void)
+{
+	if (!percpu_rseq())
+		return NULL;
+	return rseq_current();
+}
+
 bool percpu_stop_local(pcpu_off_t ctl, unsigned int cpu)
 {
 	struct slub_rseq_abi *rs;

@@ -81,6 +81,7 @@ enum percpu_mode {
 
 struct percpu_state {
 	enum percpu_mode mode;
+	bool fast;		/* rseq mode on glibc's registration */
 	bool rseq_from_glibc;	/* reusing glibc's registration */
 	ptrdiff_t rseq_offset;	/* thread pointer -> struct slub_rseq_abi */
 	const char *why;	/* why this mode */
@@ -104,6 +105,21 @@ static __always_inline struct slub_rseq_abi *rseq_current(void)
 						percpu_state.rseq_offset);
 	return slub_rseq_register_current();
 }
+
+struct slub_rseq_abi *rseq_slow(void);
+
+/*
+ * Get this thread's rseq area into rs, or return fallback_call: the common
+ * case (glibc's registration) is one flag test and one addition.
+ */
+#define RSEQ_GET_OR(rs, fallback_call)					\
+	do {								\
+		if (likely(percpu_state.fast))				\
+			rs = (struct slub_rseq_abi *)((char *)arch_thread_pointer() + \
+						      percpu_state.rseq_offset); \
+		else if (!(rs = rseq_slow()))				\
+			return fallback_call;				\
+	} while (0)
 
 /* The CPU this thread runs on now (it may move at once). */
 static inline unsigned int raw_smp_processor_id(void)
@@ -201,21 +217,23 @@ enum rseq_result {
 	RSEQ_STOPPED,	/* this CPU's fast paths are stopped */
 };
 
+void this_cpu_add_slow(pcpu_off_t off, long v);
+
 /* Statistics: add v to this CPU's copy of the counter at off. */
 static __always_inline void this_cpu_add(pcpu_off_t off, long v)
 {
-	if (percpu_rseq()) {
-		struct slub_rseq_abi *rs = rseq_current();
+	struct slub_rseq_abi *rs;
+	char *p;
 
-		if (likely(rs)) {
-			char *p = pcpu_base + off;
-abort:
-			ARCH_RSEQ_ADDV(rs, p, v, PERCPU_UNIT_SHIFT, abort);
-			return;
-		}
+	if (unlikely(!percpu_state.fast)) {
+		this_cpu_add_slow(off, v);
+		return;
 	}
-	__atomic_fetch_add((long *)per_cpu_ptr(off, raw_smp_processor_id()), v,
-			   __ATOMIC_RELAXED);
+	rs = (struct slub_rseq_abi *)((char *)arch_thread_pointer() +
+				      percpu_state.rseq_offset);
+	p = pcpu_base + off;
+abort:
+	ARCH_RSEQ_ADDV(rs, p, v, PERCPU_UNIT_SHIFT, abort);
 }
 
 #define this_cpu_inc(off)	this_cpu_add(off, 1)
@@ -240,8 +258,7 @@ this_cpu_cmpxchg(pcpu_off_t ctl, pcpu_off_t v, uintptr_t expect, uintptr_t newv)
 {
 	struct slub_rseq_abi *rs;
 
-	if (unlikely(!percpu_rseq() || !(rs = rseq_current())))
-		return percpu_lock_cmpxchg(ctl, v, expect, newv);
+	RSEQ_GET_OR(rs, percpu_lock_cmpxchg(ctl, v, expect, newv));
 abort:
 	ARCH_RSEQ_CMPEQV_STOREV(rs, pcpu_base + ctl, pcpu_base + v, expect,
 				newv, PERCPU_UNIT_SHIFT, abort, stopped, fail);
@@ -261,8 +278,7 @@ this_cpu_pop(pcpu_off_t ctl, pcpu_off_t v, size_t off, void **load)
 {
 	struct slub_rseq_abi *rs;
 
-	if (unlikely(!percpu_rseq() || !(rs = rseq_current())))
-		return percpu_lock_pop(ctl, v, off, load);
+	RSEQ_GET_OR(rs, percpu_lock_pop(ctl, v, off, load));
 abort:
 	ARCH_RSEQ_POP(rs, pcpu_base + ctl, pcpu_base + v, off, load,
 		      PERCPU_UNIT_SHIFT, abort, stopped, fail);
@@ -279,8 +295,7 @@ this_cpu_push(pcpu_off_t ctl, pcpu_off_t v, void *node, size_t off)
 {
 	struct slub_rseq_abi *rs;
 
-	if (unlikely(!percpu_rseq() || !(rs = rseq_current())))
-		return percpu_lock_push(ctl, v, node, off);
+	RSEQ_GET_OR(rs, percpu_lock_push(ctl, v, node, off));
 abort:
 	ARCH_RSEQ_PUSH(rs, pcpu_base + ctl, pcpu_base + v, node, off,
 		       PERCPU_UNIT_SHIFT, abort, stopped);
@@ -303,8 +318,7 @@ this_cpu_cmpeq_push(pcpu_off_t ctl, pcpu_off_t vcmp, uintptr_t expect,
 {
 	struct slub_rseq_abi *rs;
 
-	if (unlikely(!percpu_rseq() || !(rs = rseq_current())))
-		return percpu_lock_cmpeq_push(ctl, vcmp, expect, v, node, off);
+	RSEQ_GET_OR(rs, percpu_lock_cmpeq_push(ctl, vcmp, expect, v, node, off));
 abort:
 	ARCH_RSEQ_CMPEQ_PUSH(rs, pcpu_base + ctl, pcpu_base + vcmp, expect,
 			     pcpu_base + v, node, off, PERCPU_UNIT_SHIFT,

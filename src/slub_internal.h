@@ -17,10 +17,17 @@ static inline pcpu_off_t stat_off(const struct kmem_cache *s, enum stat_item si)
 	return s->cpu_stats + (pcpu_off_t)si * sizeof(unsigned long);
 }
 
-/* Statistics are always on: one restartable add (see docs/slub.md). */
+/*
+ * Statistics are on by default: one restartable add each (docs/slub.md
+ * gives their cost). -DSLUB_STATS=OFF builds them out.
+ */
 static __always_inline void stat(const struct kmem_cache *s, enum stat_item si)
 {
+#ifndef SLUB_NO_STATS
 	this_cpu_inc(stat_off(s, si));
+#else
+	(void)s, (void)si;
+#endif
 }
 
 #define CPU_SLAB_FREELIST(s)	((s)->cpu_slab + offsetof(struct kmem_cache_cpu, freelist))
