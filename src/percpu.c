@@ -265,8 +265,11 @@ enum rseq_result percpu_lock_cmpeq_push(pcpu_off_t ctl, pcpu_off_t vcmp,
 	uintptr_t head = READ_ONCE(*p);
 	enum rseq_result r = RSEQ_FAIL;
 
-	if (READ_ONCE(*(uintptr_t *)per_cpu_ptr(vcmp, cpu)) == expect &&
-	    head != (uintptr_t)node) {
+	if (READ_ONCE(*(uintptr_t *)per_cpu_ptr(vcmp, cpu)) != expect) {
+		r = RSEQ_FAIL;
+	} else if (head == (uintptr_t)node) {
+		r = RSEQ_DUP;
+	} else {
 		*(uintptr_t *)((char *)node + off) = head;
 		WRITE_ONCE(*p, (uintptr_t)node);
 		r = RSEQ_OK;

@@ -215,6 +215,7 @@ enum rseq_result {
 	RSEQ_OK,
 	RSEQ_FAIL,	/* compare failed, or the list was empty */
 	RSEQ_STOPPED,	/* this CPU's fast paths are stopped */
+	RSEQ_DUP,	/* cmpeq_push: the node is the list's head already */
 };
 
 void this_cpu_add_slow(pcpu_off_t off, long v);
@@ -322,12 +323,14 @@ this_cpu_cmpeq_push(pcpu_off_t ctl, pcpu_off_t vcmp, uintptr_t expect,
 abort:
 	ARCH_RSEQ_CMPEQ_PUSH(rs, pcpu_base + ctl, pcpu_base + vcmp, expect,
 			     pcpu_base + v, node, off, PERCPU_UNIT_SHIFT,
-			     abort, stopped, fail);
+			     abort, stopped, fail, dup);
 	return RSEQ_OK;
 stopped:
 	return RSEQ_STOPPED;
 fail:
 	return RSEQ_FAIL;
+dup:
+	return RSEQ_DUP;
 }
 
 /* Take every per-CPU lock in CPU order (fork), and give them back. */

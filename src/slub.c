@@ -498,6 +498,11 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 			n = NULL;
 		}
 		slab_read(slab, &prior, &counters);
+		if (unlikely(prior == tail)) {
+			/* The kernel's hardened set_freepointer(): object == fp. */
+			report_double_free(s, tail);
+			return;
+		}
 		set_freepointer(s, tail, prior);
 		new.counters = counters;
 		was_frozen = new.frozen;
@@ -552,7 +557,8 @@ unsigned long count_partial_free(struct kmem_cache *s, struct kmem_cache_node *n
 	unsigned long free = 0;
 	struct list_head *pos;
 
-	list_lock(s, n);
+	/* Plain lock: reading the counts must not move the list_lock stat. */
+	slub_lock(&n->list_lock);
 	list_for_each(pos, &n->partial) {
 		struct slab *slab = list_entry(pos, struct slab, slab_list);
 		struct slab now;
@@ -560,7 +566,7 @@ unsigned long count_partial_free(struct kmem_cache *s, struct kmem_cache_node *n
 		now.counters = READ_ONCE(slab->counters);
 		free += now.objects - now.inuse;
 	}
-	list_unlock(n);
+	slub_unlock(&n->list_lock);
 	return free;
 }
 
@@ -597,7 +603,7 @@ void slab_count(struct kmem_cache *s, struct slab_counts *cnt)
 	{
 		struct list_head *pos;
 
-		list_lock(s, n);
+		slub_lock(&n->list_lock);
 		list_for_each(pos, &n->partial) {
 			struct slab *slab = list_entry(pos, struct slab, slab_list);
 			struct slab now;
@@ -605,7 +611,7 @@ void slab_count(struct kmem_cache *s, struct slab_counts *cnt)
 			now.counters = READ_ONCE(slab->counters);
 			cnt->objects_partial += now.inuse;
 		}
-		list_unlock(n);
+		slub_unlock(&n->list_lock);
 	}
 }
 
@@ -621,6 +627,14 @@ void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
 		slub_pr_err("BUG %s: Invalid pointer %p: not a slab object\n",
 			    s ? s->name : "(null)", obj);
 	slub_pr_caller(caller);
+}
+
+/* A free of the object at the head of a freelist: it is free already. */
+__noinline void report_double_free(struct kmem_cache *s, const void *obj)
+{
+	slub_pr_err("BUG %s: Object already free\nObject %p: freed again while "
+		    "it is the head of its slab's freelist\n", s->name, obj);
+	slub_pr_caller(__builtin_return_address(0));
 }
 
 /* ---- Flushing CPUs ------------------------------------------------------------------ */

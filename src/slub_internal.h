@@ -45,6 +45,7 @@ void discard_slab(struct kmem_cache *s, struct slab *slab);
 unsigned long count_partial_free(struct kmem_cache *s, struct kmem_cache_node *n);
 void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
 		     const void *caller);
+void report_double_free(struct kmem_cache *s, const void *obj);
 void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		 void *tail, int cnt);
 void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist);
@@ -76,10 +77,17 @@ static __always_inline void *slab_alloc(struct kmem_cache *s, gfp_t gfp)
 static __always_inline void slab_free(struct kmem_cache *s, struct slab *slab,
 				      void *object)
 {
-	if (likely(this_cpu_cmpeq_push(s->cpu_slab, CPU_SLAB_SLAB(s),
-				       (uintptr_t)slab, CPU_SLAB_FREELIST(s),
-				       object, s->offset) == RSEQ_OK)) {
+	enum rseq_result r = this_cpu_cmpeq_push(s->cpu_slab, CPU_SLAB_SLAB(s),
+						 (uintptr_t)slab,
+						 CPU_SLAB_FREELIST(s), object,
+						 s->offset);
+
+	if (likely(r == RSEQ_OK)) {
 		stat(s, FREE_FASTPATH);
+		return;
+	}
+	if (unlikely(r == RSEQ_DUP)) {
+		report_double_free(s, object);
 		return;
 	}
 	__slab_free(s, slab, object, object, 1);

@@ -156,6 +156,20 @@ static void sysfs_list(struct seq_buf *s, struct sysfs_dir *dir)
 		seq_printf(s, "%s\n", dir->attrs[i].name);
 }
 
+/*
+ * The layers come up on first use; slab/ names the caches, so a path into
+ * it brings the slab layer up (its kmalloc caches are always there), while
+ * page_alloc/ alone leaves a program that uses only pages without slabs.
+ */
+static int sysfs_bring_up(const char *path)
+{
+	while (*path == '/')
+		path++;
+	if (!strncmp(path, "slab", 4) && (path[4] == '\0' || path[4] == '/'))
+		return slab_ready();
+	return slub_init();
+}
+
 ssize_t slub_sysfs_read(const char *path, char *buf, size_t size)
 {
 	struct seq_buf s = { .buf = buf, .size = size };
@@ -164,18 +178,21 @@ ssize_t slub_sysfs_read(const char *path, char *buf, size_t size)
 
 	if (!path || !buf || !size)
 		return -EINVAL;
-	if (slub_init())
+	if (sysfs_bring_up(path))
 		return -ENOMEM;
 	buf[0] = '\0';
 	slub_lock(&sysfs_lock);
 	dir = sysfs_lookup(path, &attr);
-	if (dir && attr)
+	if (dir && attr && attr->show)
 		attr->show(&s, dir->obj, attr->arg);
-	else if (dir)
+	else if (dir && !attr)
 		sysfs_list(&s, dir);
 	slub_unlock(&sysfs_lock);
 	if (!dir)
 		return -ENOENT;
+	/* A write-only file (shrink, drain): as -EPERM for read-only ones. */
+	if (attr && !attr->show)
+		return -EPERM;
 	return (ssize_t)s.len;
 }
 
@@ -187,7 +204,7 @@ int slub_sysfs_write(const char *path, const char *value)
 
 	if (!path || !value)
 		return -EINVAL;
-	if (slub_init())
+	if (sysfs_bring_up(path))
 		return -ENOMEM;
 	slub_lock(&sysfs_lock);
 	dir = sysfs_lookup(path, &attr);

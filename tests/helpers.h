@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <slub.h>
@@ -179,6 +180,107 @@ static inline unsigned long long rnd_next(unsigned long long *s)
 	*s ^= *s << 25;
 	*s ^= *s >> 27;
 	return *s * 2685821657736338717ULL;
+}
+
+/* ---- The slab layer ---------------------------------------------------- */
+
+/*
+ * Whether the SLUB statistics are counted: cmake -DSLUB_STATS=OFF builds
+ * them out (SLUB_NO_STATS), and every statistic file then reads 0.
+ */
+#ifdef SLUB_NO_STATS
+#define SLAB_STATS	0
+#else
+#define SLAB_STATS	1
+#endif
+
+/* Every statistic file of slab/<cache>/, in enum stat_item order. */
+static const char *const slab_stat_names[] __attribute__((unused)) = {
+	"alloc_fastpath", "alloc_slowpath", "free_fastpath", "free_slowpath",
+	"free_frozen", "free_add_partial", "free_remove_partial",
+	"alloc_from_partial", "alloc_slab", "alloc_refill",
+	"alloc_node_mismatch", "free_slab", "cpuslab_flush",
+	"deactivate_full", "deactivate_empty", "deactivate_to_head",
+	"deactivate_to_tail", "deactivate_remote_frees", "deactivate_bypass",
+	"order_fallback", "cmpxchg_double_cpu_fail", "cmpxchg_double_fail",
+	"cpu_partial_alloc", "cpu_partial_free", "cpu_partial_node",
+	"cpu_partial_drain", "list_lock",
+};
+
+#define NR_SLAB_STATS	(sizeof(slab_stat_names) / sizeof(slab_stat_names[0]))
+
+/* slab/<cache>/<file> as a number (a counter's total). */
+static inline long long slab_num(const char *cache, const char *file)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "slab/%s/%s", cache, file);
+	return sysfs_num(path);
+}
+
+static inline int slab_set(const char *cache, const char *file,
+			   const char *value)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "slab/%s/%s", cache, file);
+	return sysfs_set(path, value);
+}
+
+/* Zero every statistic of a cache; returns how many writes failed. */
+static inline int slab_clear_stats(const char *cache)
+{
+	int failed = 0;
+
+	for (size_t i = 0; i < NR_SLAB_STATS; i++)
+		failed += slab_set(cache, slab_stat_names[i], "0") != 0;
+	return failed;
+}
+
+static const char *const kmalloc_cache_names[] __attribute__((unused)) = {
+	"kmalloc-8", "kmalloc-16", "kmalloc-32", "kmalloc-64", "kmalloc-96",
+	"kmalloc-128", "kmalloc-192", "kmalloc-256", "kmalloc-512",
+	"kmalloc-1k", "kmalloc-2k", "kmalloc-4k", "kmalloc-8k",
+};
+
+#define NR_KMALLOC_CACHES \
+	(sizeof(kmalloc_cache_names) / sizeof(kmalloc_cache_names[0]))
+
+/*
+ * Pages the page allocator has handed out, once the slab layer keeps no
+ * empty slab: bring the slab layer up, shrink kmem_cache and every kmalloc
+ * cache, drain the pcp lists. Returns -1 if a shrink failed.
+ */
+static inline long long slab_pages_used(void)
+{
+	int failed = 0;
+
+	kfree(kmalloc(8, GFP_KERNEL));
+	failed += slab_set("kmem_cache", "shrink", "1") != 0;
+	for (size_t i = 0; i < NR_KMALLOC_CACHES; i++)
+		failed += slab_set(kmalloc_cache_names[i], "shrink", "1") != 0;
+	drain_all_pages();
+	return failed ? -1 : zoneinfo("pages_used");
+}
+
+/*
+ * Run fn in a forked child, so that a crash or an abort is a result to
+ * check rather than the end of the test. Returns the wait() status.
+ */
+static inline int run_in_child(void (*fn)(void *), void *arg)
+{
+	int status = -1;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		fn(arg);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return status;
 }
 
 #endif /* SLUB_TEST_HELPERS_H */

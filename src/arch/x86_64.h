@@ -151,11 +151,11 @@ static inline void *arch_thread_pointer(void)
 /*
  * Free to the CPU freelist if the object's slab is the CPU slab:
  *	if (*(vcmp + unit) != expect) goto fail;
- *	head = *(v + unit); if (head == node) goto fail;  (a double free)
+ *	head = *(v + unit); if (head == node) goto dup;  (a double free)
  *	*(node + off) = head; *(v + unit) = node;
  */
 #define ARCH_RSEQ_CMPEQ_PUSH(_rs, _ctl, _vcmp, _expect, _v, _node, _off,	\
-			     _shift, _abort, _stopped, _fail)		\
+			     _shift, _abort, _stopped, _fail, _dup)	\
 	__asm__ __volatile__ goto(					\
 		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
 		RSEQ_ASM_START(_shift)					\
@@ -163,7 +163,7 @@ static inline void *arch_thread_pointer(void)
 		"jnz %l[fail]\n\t"					\
 		"movq (%[v], %%rax), %%rcx\n\t"				\
 		"cmpq %%rcx, %[node]\n\t"				\
-		"je %l[fail]\n\t"					\
+		"je %l[dup]\n\t"					\
 		"movq %%rcx, (%[node], %[off])\n\t"			\
 		"movq %[node], (%[v], %%rax)\n\t"			\
 		"2:\n\t"						\
@@ -171,7 +171,7 @@ static inline void *arch_thread_pointer(void)
 		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [vcmp] "r"(_vcmp),	\
 		    [expect] "r"(_expect), [v] "r"(_v), [node] "r"(_node),	\
 		    [off] "r"(_off)					\
-		: "memory", "cc", "rax", "rcx" : _abort, _stopped, _fail)
+		: "memory", "cc", "rax", "rcx" : _abort, _stopped, _fail, _dup)
 
 /*
  * Set the 32-bit flag at (v + unit) to 1, but only on CPU cpu:
