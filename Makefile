@@ -1,7 +1,8 @@
 # libslub: the two commands of the README, and a few more.
 #   make test    build and run every test: plain (rseq and fallback mode),
 #                AddressSanitizer+UBSan, and ThreadSanitizer builds
-#   make bench   build and run the benchmarks (the main job)
+#   make bench   build and run the benchmarks (the main job); BENCH_ARGS
+#                go to bench_page_alloc, SLAB_BENCH_ARGS to bench_slab
 #   make install install headers, libraries, pkg-config and CMake files
 #                (PREFIX=/usr/local)
 
@@ -10,6 +11,7 @@ PREFIX ?= /usr/local
 CMAKE  ?= cmake
 CTEST  ?= ctest
 BENCH_ARGS ?=
+SLAB_BENCH_ARGS ?=
 
 CONFIGURE = $(CMAKE) -S . -DSLUB_WERROR=ON
 
@@ -44,12 +46,17 @@ test-tsan: deps
 test: test-plain test-asan test-tsan
 	@echo "make test: plain, ASan+UBSan and TSan builds all passed"
 
-bench: deps
+# deps.sh bench: what `test` needs, plus libmimalloc-dev for bench_slab's
+# mimalloc column (optional: without it the column is left out). -F adds
+# the libslub columns in fallback mode (SLUB_RSEQ=0) next to rseq's.
+bench:
+	@sh scripts/deps.sh bench
 	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DSLUB_TESTS=OFF >/dev/null
 	$(CMAKE) --build build-release -j $(JOBS)
 	mkdir -p results
 	./build-release/bench/bench_page_alloc -o results/page_alloc.json $(BENCH_ARGS)
-	@echo "results: results/page_alloc.json"
+	./build-release/bench/bench_slab -F -o results/slab.json $(SLAB_BENCH_ARGS)
+	@echo "results: results/page_alloc.json results/slab.json"
 
 install: build
 	$(CMAKE) --install build --prefix $(PREFIX)

@@ -23,6 +23,26 @@ missing=""
 for c in $need_cmds; do
 	command -v "$c" >/dev/null 2>&1 || missing="$missing $c"
 done
+
+# bench_slab compares against mimalloc when it is installed. It is optional
+# (the benchmark says so and leaves the column out), and `test` never
+# needs it: so it is installed for `bench` only, and its absence is not an
+# error.
+if [ "$what" = bench ] &&
+   ! printf '#include <mimalloc.h>\n' | gcc -E -x c - >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "deps (bench): installing libmimalloc-dev"
+		{ apt-get update -qq &&
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			libmimalloc-dev >/dev/null; } ||
+			echo "deps (bench): libmimalloc-dev not installed;" \
+			     "bench_slab runs without mimalloc" >&2
+	else
+		echo "deps (bench): no mimalloc; bench_slab runs without it" \
+		     "(as root: apt-get install libmimalloc-dev)" >&2
+	fi
+fi
+
 if [ -z "$missing" ] && [ -z "${missing_lib:-}" ]; then
 	exit 0
 fi
