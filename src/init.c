@@ -59,8 +59,10 @@ int slub_init_slow(void)
 		ret = slub_rseq_init();
 	if (!ret)
 		ret = percpu_init();
-	if (!ret)
+	if (!ret) {
+		policy_init();
 		ret = page_alloc_init();
+	}
 	if (ret) {
 		init_error = ret;
 		slub_unlock(&init_lock);
@@ -69,6 +71,7 @@ int slub_init_slow(void)
 	cpu_sysfs_init();
 	page_alloc_sysfs_init();
 	slab_sysfs_init();
+	policy_apply_global();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&slub_initialised, 1, __ATOMIC_RELEASE);
 	slub_unlock(&init_lock);

@@ -84,6 +84,7 @@ enum stat_item {
 	CPU_PARTIAL_FREE,	/* freeing put a slab on the CPU partial list */
 	CPU_PARTIAL_NODE,	/* slab moved from node to CPU partial list */
 	CPU_PARTIAL_DRAIN,	/* CPU partial list drained to the node */
+	DEFERRED_PARTIAL,	/* thrashing: no partial slab had enough free */
 	LIST_LOCK,		/* list_lock acquisitions (libslub's addition) */
 	NR_SLUB_STAT_ITEMS
 };
@@ -131,6 +132,14 @@ struct kmem_cache_cpu {
 	void *freelist;			/* next object to hand out */
 	struct slab *slab;		/* the CPU slab */
 	struct slab *partial;		/* CPU partial slabs */
+	/*
+	 * Thrash detection (David Rientjes, 2009), locked state. The 2009
+	 * patch counted fastpath_allocs in the fast path; here it is the
+	 * ALLOC_FASTPATH statistic of this CPU minus its value at the last
+	 * change of CPU slab, so the fast path pays nothing extra.
+	 */
+	unsigned long fastpath_base;
+	unsigned int slowpath_allocs;
 };
 
 struct kmem_cache_node {
@@ -169,6 +178,7 @@ struct kmem_cache {
 	unsigned int offset;		/* free pointer offset */
 	unsigned int cpu_partial;	/* objects to keep on CPU partials */
 	unsigned int cpu_partial_slabs;	/* ... as a number of slabs */
+	unsigned int min_free_watermark;/* slab_thrash_ratio, in objects */
 	struct kmem_cache_order_objects oo;	/* preferred */
 	struct kmem_cache_order_objects min;	/* fallback */
 	unsigned int align;

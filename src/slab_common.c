@@ -68,10 +68,15 @@ unsigned int slab_nr_cpus(void)
 
 	if (slub_params.nr_cpus)
 		return slub_params.nr_cpus;
-	nr = slub_cpus.present;
-	if (nr <= 1)
-		nr = nr_cpu_ids;
-	return nr;
+	switch (slub_policy.order_cpus) {
+	case ORDER_CPUS_ONLINE:
+		return slub_cpus.online;
+	case ORDER_CPUS_POSSIBLE:
+		return nr_cpu_ids;
+	default:
+		nr = slub_cpus.present;
+		return nr <= 1 ? nr_cpu_ids : nr;
+	}
 }
 
 static unsigned int calc_slab_order(unsigned int size, unsigned int min_order,
@@ -231,7 +236,10 @@ static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 	if (calculate_sizes(s, -1))
 		return -EINVAL;
 	set_min_partial(s);
-	set_cpu_partial(s, default_cpu_partial(s));
+	set_cpu_partial(s, slub_policy.cpu_partial ? default_cpu_partial(s) : 0);
+	set_thrash_ratio(s, slub_policy.thrash_ratio);
+	if (s->min_free_watermark < MIN_THRASH_WATERMARK)
+		s->min_free_watermark = 0;
 	s->cpu_slab = percpu_alloc(sizeof(struct kmem_cache_cpu), SMP_CACHE_BYTES);
 	s->cpu_stats = percpu_alloc(NR_SLUB_STAT_ITEMS * sizeof(unsigned long),
 				    SMP_CACHE_BYTES);
@@ -243,6 +251,7 @@ static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 	init_kmem_cache_nodes(s, n);
 	list_add_tail(&s->list, &slab_caches);
 	slab_sysfs_add(s);
+	policy_apply_cache(s->name);
 	return 0;
 }
 
@@ -486,12 +495,13 @@ static unsigned int env_uint(const char *name, unsigned int def, unsigned int ma
 /* slub_min_order=, slub_max_order=, slub_min_objects= from the environment. */
 static void slab_read_params(void)
 {
-	slub_params.max_order = env_uint("SLUB_MAX_ORDER", PAGE_ALLOC_COSTLY_ORDER,
+	slub_params.max_order = env_uint("SLUB_MAX_ORDER", slub_policy.max_order,
 					 MAX_PAGE_ORDER);
 	slub_params.min_order = env_uint("SLUB_MIN_ORDER", 0, MAX_PAGE_ORDER);
 	if (slub_params.min_order > slub_params.max_order)
 		slub_params.max_order = slub_params.min_order;
-	slub_params.min_objects = env_uint("SLUB_MIN_OBJECTS", 0, MAX_OBJS_PER_PAGE);
+	slub_params.min_objects = env_uint("SLUB_MIN_OBJECTS", slub_policy.min_objects,
+					   MAX_OBJS_PER_PAGE);
 	slub_params.nr_cpus = env_uint("SLUB_NR_CPUS", 0, 1U << 16);
 }
 

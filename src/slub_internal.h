@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "policy.h"
 #include "slab.h"
 
 static inline pcpu_off_t stat_off(const struct kmem_cache *s, enum stat_item si)
@@ -23,12 +24,29 @@ static inline pcpu_off_t stat_off(const struct kmem_cache *s, enum stat_item si)
  */
 static __always_inline void stat(const struct kmem_cache *s, enum stat_item si)
 {
-#ifndef SLUB_NO_STATS
-	this_cpu_inc(stat_off(s, si));
-#else
-	(void)s, (void)si;
+#ifdef SLUB_NO_STATS
+	/* ALLOC_FASTPATH stays: it is thrash detection's fastpath_allocs. */
+	if (si != ALLOC_FASTPATH)
+		return;
 #endif
+#ifdef SLUB_NO_THRASH_COUNTER
+	if (si == ALLOC_FASTPATH)
+		return;
+#endif
+	this_cpu_inc(stat_off(s, si));
 }
+
+static inline unsigned long stat_cpu(const struct kmem_cache *s,
+				     enum stat_item si, unsigned int cpu)
+{
+	return READ_ONCE(*(unsigned long *)per_cpu_ptr(stat_off(s, si), cpu));
+}
+
+/* Thrash detection: the 2009 patches' threshold of slow allocations. */
+#define SLAB_THRASHING_THRESHOLD 3
+
+void set_thrash_ratio(struct kmem_cache *s, unsigned int ratio);
+unsigned int thrash_ratio(const struct kmem_cache *s);
 
 #define CPU_SLAB_FREELIST(s)	((s)->cpu_slab + offsetof(struct kmem_cache_cpu, freelist))
 #define CPU_SLAB_SLAB(s)	((s)->cpu_slab + offsetof(struct kmem_cache_cpu, slab))

@@ -8,9 +8,64 @@
 
 static struct sysfs_dir slab_root = { .name = "slab" };
 
+/* ---- policy/: what the preset and the environment chose ---------------------- */
+
+static void policy_show(struct seq_buf *sb, void *obj, long arg)
+{
+	(void)obj;
+	switch (arg) {
+	case 0:
+		seq_printf(sb, "%s\n", slub_policy.preset);
+		break;
+	case 1:
+		seq_printf(sb, "%s\n", preset_description());
+		break;
+	case 2:
+		seq_printf(sb, "%s\n", order_cpus_name(slub_policy.order_cpus));
+		break;
+	case 3:
+		seq_printf(sb, "%u\n", slab_nr_cpus());
+		break;
+	case 4:
+		seq_printf(sb, "%d\n", slub_policy.cpu_partial);
+		break;
+	case 5:
+		seq_printf(sb, "%u\n", slub_policy.thrash_ratio);
+		break;
+	case 6:
+		seq_printf(sb, "%u\n", slub_params.min_objects);
+		break;
+	case 7:
+		seq_printf(sb, "%u\n", slub_params.max_order);
+		break;
+	case 8:
+		seq_printf(sb, "%u\n", slub_params.min_order);
+		break;
+	}
+}
+
+static const struct slub_attr policy_attrs[] = {
+	{ "preset", policy_show, NULL, 0 },
+	{ "description", policy_show, NULL, 1 },
+	{ "order_cpus", policy_show, NULL, 2 },
+	{ "order_nr_cpus", policy_show, NULL, 3 },
+	{ "cpu_partial", policy_show, NULL, 4 },
+	{ "slab_thrash_ratio", policy_show, NULL, 5 },
+	{ "min_objects", policy_show, NULL, 6 },
+	{ "max_order", policy_show, NULL, 7 },
+	{ "min_order", policy_show, NULL, 8 },
+};
+
+static struct sysfs_dir policy_dir = {
+	.name = "policy",
+	.attrs = policy_attrs,
+	.nr_attrs = ARRAY_SIZE(policy_attrs),
+};
+
 void slab_sysfs_init(void)
 {
 	sysfs_add_dir(NULL, &slab_root);
+	sysfs_add_dir(NULL, &policy_dir);
 }
 
 enum slab_value {
@@ -56,6 +111,7 @@ static int order_store(void *obj, long arg, const char *val)
 	struct kmem_cache *s = obj;
 	struct kmem_cache tmp;
 	unsigned long order;
+	unsigned int ratio;
 
 	(void)arg;
 	if (sysfs_parse_ulong(val, &order) || order > slub_params.max_order ||
@@ -64,9 +120,78 @@ static int order_store(void *obj, long arg, const char *val)
 	tmp = *s;
 	if (calculate_sizes(&tmp, (int)order) || tmp.size != s->size)
 		return -EINVAL;
+	/*
+	 * The ratio is kept and the watermark recomputed for the new objects
+	 * per slab: the order_store() variant from the 2009 review.
+	 */
+	ratio = thrash_ratio(s);
 	WRITE_ONCE(s->oo.x, tmp.oo.x);
 	set_cpu_partial(s, READ_ONCE(s->cpu_partial));
+	set_thrash_ratio(s, ratio);
 	return 0;
+}
+
+static void slab_thrash_ratio_show(struct seq_buf *sb, void *obj, long arg)
+{
+	(void)arg;
+	seq_printf(sb, "%u\n", thrash_ratio(obj));
+}
+
+static int slab_thrash_ratio_store(void *obj, long arg, const char *val)
+{
+	unsigned long ratio;
+
+	(void)arg;
+	if (sysfs_parse_ulong(val, &ratio) || ratio > 100)
+		return -EINVAL;
+	set_thrash_ratio(obj, (unsigned int)ratio);
+	return 0;
+}
+
+/* Each CPU's thrash state: "C<cpu> fastpath_allocs=.. slowpath_allocs=.. thrashing=.." */
+static void thrash_show(struct seq_buf *sb, void *obj, long arg)
+{
+	struct kmem_cache *s = obj;
+	unsigned int cpu;
+
+	(void)arg;
+	seq_printf(sb, "min_free_watermark %u threshold %d\n",
+		   READ_ONCE(s->min_free_watermark), SLAB_THRASHING_THRESHOLD);
+	for_each_possible_cpu(cpu) {
+		struct kmem_cache_cpu *c = per_cpu_ptr(s->cpu_slab, cpu);
+		unsigned long fast, base, now;
+		unsigned int slow;
+
+		percpu_lock(s->cpu_slab, cpu);
+		base = c->fastpath_base;
+		slow = c->slowpath_allocs;
+		percpu_unlock(s->cpu_slab, cpu);
+		now = stat_cpu(s, ALLOC_FASTPATH, cpu);
+		fast = now >= base ? now - base : now;
+		seq_printf(sb, "C%u fastpath_allocs=%lu slowpath_allocs=%u "
+			   "thrashing=%d\n", cpu, fast, slow,
+			   slow > SLAB_THRASHING_THRESHOLD);
+	}
+}
+
+/* The node partial list in order: "<slab address> <inuse>/<objects>". */
+static void partial_slabs_show(struct seq_buf *sb, void *obj, long arg)
+{
+	struct kmem_cache *s = obj;
+	struct kmem_cache_node *n = get_node(s, 0);
+	struct list_head *pos;
+
+	(void)arg;
+	slub_lock(&n->list_lock);
+	list_for_each(pos, &n->partial) {
+		struct slab *slab = list_entry(pos, struct slab, slab_list);
+		struct slab now;
+
+		now.counters = READ_ONCE(slab->counters);
+		seq_printf(sb, "%p %u/%u\n", page_address((struct page *)slab),
+			   now.inuse, now.objects);
+	}
+	slub_unlock(&n->list_lock);
 }
 
 static void min_partial_show(struct seq_buf *sb, void *obj, long arg)
@@ -194,6 +319,9 @@ static const struct slub_attr slab_attrs[] = {
 	{ "slabs_cpu_partial", slabs_cpu_partial_show, NULL, 0 },
 	{ "ctor", ctor_show, NULL, 0 },
 	{ "shrink", NULL, shrink_store, 0 },
+	{ "slab_thrash_ratio", slab_thrash_ratio_show, slab_thrash_ratio_store, 0 },
+	{ "thrash", thrash_show, NULL, 0 },
+	{ "partial_slabs", partial_slabs_show, NULL, 0 },
 	STAT("alloc_fastpath", ALLOC_FASTPATH),
 	STAT("alloc_slowpath", ALLOC_SLOWPATH),
 	STAT("free_fastpath", FREE_FASTPATH),
@@ -220,6 +348,7 @@ static const struct slub_attr slab_attrs[] = {
 	STAT("cpu_partial_free", CPU_PARTIAL_FREE),
 	STAT("cpu_partial_node", CPU_PARTIAL_NODE),
 	STAT("cpu_partial_drain", CPU_PARTIAL_DRAIN),
+	STAT("deferred_partial", DEFERRED_PARTIAL),
 	STAT("list_lock", LIST_LOCK),
 };
 

@@ -157,15 +157,17 @@ static void sysfs_list(struct seq_buf *s, struct sysfs_dir *dir)
 }
 
 /*
- * The layers come up on first use; slab/ names the caches, so a path into
- * it brings the slab layer up (its kmalloc caches are always there), while
+ * The layers come up on first use; slab/ names the caches (and policy/
+ * shows what they were sized with), so a path into either brings the slab
+ * layer up (its kmalloc caches are always there), while
  * page_alloc/ alone leaves a program that uses only pages without slabs.
  */
 static int sysfs_bring_up(const char *path)
 {
 	while (*path == '/')
 		path++;
-	if (!strncmp(path, "slab", 4) && (path[4] == '\0' || path[4] == '/'))
+	if ((!strncmp(path, "slab", 4) && (path[4] == '\0' || path[4] == '/')) ||
+	    (!strncmp(path, "policy", 6) && (path[6] == '\0' || path[6] == '/')))
 		return slab_ready();
 	return slub_init();
 }
@@ -198,14 +200,19 @@ ssize_t slub_sysfs_read(const char *path, char *buf, size_t size)
 
 int slub_sysfs_write(const char *path, const char *value)
 {
-	const struct slub_attr *attr;
-	struct sysfs_dir *dir;
-	int ret;
-
 	if (!path || !value)
 		return -EINVAL;
 	if (sysfs_bring_up(path))
 		return -ENOMEM;
+	return __slub_sysfs_write(path, value);
+}
+
+int __slub_sysfs_write(const char *path, const char *value)
+{
+	const struct slub_attr *attr;
+	struct sysfs_dir *dir;
+	int ret;
+
 	slub_lock(&sysfs_lock);
 	dir = sysfs_lookup(path, &attr);
 	if (!dir)

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 
 #include "init.h"
+#include "policy.h"
 #include "page_alloc.h"
 #include "report.h"
 
@@ -179,7 +180,7 @@ int page_alloc_init(void)
 		for (int i = 0; i < NR_PCP_LISTS; i++)
 			INIT_LIST_HEAD(&pcp->lists[i]);
 	}
-	zone.pcp_high_order = 1;
+	zone.pcp_high_order = slub_policy.pcp_high_order;
 	zone.batch = zone_batchsize(zone.nr_pages);
 	pcp_update_high();
 	return 0;
