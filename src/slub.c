@@ -199,11 +199,13 @@ void discard_slab(struct kmem_cache *s, struct slab *slab)
 /* ---- Freezing and unfreezing ----------------------------------------------------- */
 
 /*
- * Take the slab's freelist for the CPU slab: the objects become the CPU's
- * (inuse = objects). The slab stays frozen only if there was anything to
- * take (the kernel's get_freelist()).
+ * Take a slab's whole freelist for the CPU slab: its objects become the
+ * CPU's (inuse = objects). get_freelist() is the kernel's, for the CPU
+ * slab itself, which stays frozen only if there was anything to take;
+ * freeze_slab() makes an unfrozen partial slab a CPU slab.
  */
-static void *get_freelist(struct kmem_cache *s, struct slab *slab)
+static void *take_freelist(struct kmem_cache *s, struct slab *slab,
+			   bool freeze)
 {
 	unsigned long counters;
 	void *freelist;
@@ -213,27 +215,20 @@ static void *get_freelist(struct kmem_cache *s, struct slab *slab)
 		slab_read(slab, &freelist, &counters);
 		new.counters = counters;
 		new.inuse = slab->objects;
-		new.frozen = freelist != NULL;
+		new.frozen = freeze || freelist != NULL;
 	} while (!slab_update_freelist(s, slab, freelist, counters, NULL,
 				      new.counters));
 	return freelist;
 }
 
-/* An unfrozen slab from a partial list becomes a CPU slab. */
-static void *freeze_slab(struct kmem_cache *s, struct slab *slab)
+static inline void *get_freelist(struct kmem_cache *s, struct slab *slab)
 {
-	unsigned long counters;
-	void *freelist;
-	struct slab new;
+	return take_freelist(s, slab, false);
+}
 
-	do {
-		slab_read(slab, &freelist, &counters);
-		new.counters = counters;
-		new.inuse = slab->objects;
-		new.frozen = 1;
-	} while (!slab_update_freelist(s, slab, freelist, counters, NULL,
-				      new.counters));
-	return freelist;
+static inline void *freeze_slab(struct kmem_cache *s, struct slab *slab)
+{
+	return take_freelist(s, slab, true);
 }
 
 /*
