@@ -12,27 +12,13 @@
 #include "report.h"
 #include "slub_internal.h"
 
-/* Index i holds kmalloc-2^i; 1 and 2 hold kmalloc-96 and kmalloc-192. */
-static struct kmem_cache *kmalloc_caches[KMALLOC_SHIFT_HIGH + 1];
+struct kmem_cache *kmalloc_caches[KMALLOC_SHIFT_HIGH + 1];
 
-/* Sizes up to 192, in steps of 8, to their cache index. */
-static const uint8_t size_index[24] = {
+const uint8_t kmalloc_size_index[24] = {
 	3, 4, 5, 5, 6, 6, 6, 6,		/* 8 .. 64 */
 	1, 1, 1, 1, 7, 7, 7, 7,		/* 72 .. 128 */
 	2, 2, 2, 2, 2, 2, 2, 2,		/* 136 .. 192 */
 };
-
-static inline unsigned int kmalloc_index(size_t size)
-{
-	if (size <= 192)
-		return size_index[(size - 1) / 8];
-	return 64 - (unsigned int)__builtin_clzl(size - 1);
-}
-
-static inline struct kmem_cache *kmalloc_slab(size_t size)
-{
-	return kmalloc_caches[kmalloc_index(size)];
-}
 
 int kmalloc_init(void)
 {

@@ -131,6 +131,24 @@ static inline struct slab *virt_to_slab(const void *addr)
 	return (struct slab *)page;
 }
 
+/* kmalloc's caches: index i holds kmalloc-2^i, 1 and 2 kmalloc-96 and -192. */
+extern struct kmem_cache *kmalloc_caches[KMALLOC_SHIFT_HIGH + 1];
+/* Sizes up to 192, in steps of 8, to their cache index. */
+extern const uint8_t kmalloc_size_index[24];
+
+static inline unsigned int kmalloc_index(size_t size)
+{
+	if (size <= 192)
+		return kmalloc_size_index[(size - 1) / 8];
+	return 64 - (unsigned int)__builtin_clzl(size - 1);
+}
+
+/* 1 <= size <= KMALLOC_MAX_CACHE_SIZE, slab layer up. */
+static inline struct kmem_cache *kmalloc_slab(size_t size)
+{
+	return kmalloc_caches[kmalloc_index(size)];
+}
+
 /* Slab sizing (slab_common.c). */
 struct slub_boot_params {
 	unsigned int min_order;		/* SLUB_MIN_ORDER, slub_min_order */

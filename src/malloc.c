@@ -1,0 +1,478 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libslub-malloc: the C allocation API on top of kmalloc, for LD_PRELOAD
+ * or for linking. libslub.so itself never replaces malloc; this file is
+ * built only into libslub-malloc.so and libslub-malloc.a.
+ *
+ *   size <= 8192      kmalloc-16 ... kmalloc-8k (at least 16 bytes, so
+ *                     every object is 16-byte aligned: every cache size
+ *                     from 16 up is a multiple of 16)
+ *   size <= 4 MiB     a block of 2^order pages from the page allocator
+ *   larger            mmap, given back with munmap on free
+ *
+ * glibc's semantics: malloc(0) returns a unique pointer, realloc(p, 0)
+ * frees and returns NULL, failures set errno to ENOMEM, calloc and
+ * reallocarray catch overflow, posix_memalign returns EINVAL for a bad
+ * alignment.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "init.h"
+#include "report.h"
+#include "slub_internal.h"
+
+#define MALLOC_API	__attribute__((visibility("default")))
+#define MIN_MALLOC	16
+#define MAX_PAGES_SIZE	(PAGE_SIZE << MAX_PAGE_ORDER)
+
+/* ---- Allocations before the allocator is up ------------------------------- */
+
+/*
+ * The thread that brings libslub up may call malloc itself (glibc's
+ * pthread_atfork can). Those few requests come from a static area and are
+ * never freed.
+ */
+static char boot_area[64 << 10] __aligned(16);
+static size_t boot_used;
+static __thread int in_malloc_init;
+
+static void *boot_alloc(size_t size)
+{
+	size_t off = __atomic_fetch_add(&boot_used, ALIGN(size, 16), __ATOMIC_RELAXED);
+
+	if (off + size > sizeof(boot_area)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return boot_area + off;
+}
+
+static inline bool is_boot(const void *p)
+{
+	return (const char *)p >= boot_area &&
+	       (const char *)p < boot_area + sizeof(boot_area);
+}
+
+static __noinline int malloc_init(void)
+{
+	int ret;
+
+	in_malloc_init = 1;
+	ret = slab_ready();
+	in_malloc_init = 0;
+	return ret;
+}
+
+/* ---- Huge allocations: mmap, in a registry so free() can check them --------- */
+
+#define HUGE_SLOTS	(1U << 16)
+
+struct huge {
+	uintptr_t addr;		/* 0 free, 1 deleted */
+	size_t size;		/* mapped length */
+};
+
+static struct huge *huge_table;
+static struct slub_lock huge_lock = SLUB_LOCK_INIT;
+
+static struct huge *huge_find(uintptr_t addr, bool insert)
+{
+	unsigned int i = (unsigned int)((addr >> 12) * 2654435761U) & (HUGE_SLOTS - 1);
+	struct huge *tomb = NULL;
+
+	if (!huge_table) {
+		void *t = mmap(NULL, HUGE_SLOTS * sizeof(struct huge),
+			       PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (t == MAP_FAILED)
+			return NULL;
+		huge_table = t;
+	}
+	for (unsigned int n = 0; n < HUGE_SLOTS; n++, i = (i + 1) & (HUGE_SLOTS - 1)) {
+		struct huge *h = &huge_table[i];
+
+		if (h->addr == addr)
+			return h;
+		if (h->addr == 1 && !tomb)
+			tomb = h;
+		if (h->addr == 0)
+			return insert ? (tomb ? tomb : h) : NULL;
+	}
+	return insert ? tomb : NULL;
+}
+
+static void *huge_alloc(size_t size, size_t align)
+{
+	size_t len, extra = align > PAGE_SIZE ? align : 0;
+	struct huge *h;
+	char *p, *start;
+
+	if (size > SIZE_MAX - PAGE_SIZE - extra) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	len = ALIGN(size, PAGE_SIZE) + extra;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (p == MAP_FAILED) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	start = p;
+	if (extra) {
+		start = (char *)ALIGN((uintptr_t)p, align);
+		if (start > p)
+			munmap(p, (size_t)(start - p));
+		munmap(start + ALIGN(size, PAGE_SIZE),
+		       (size_t)(p + len - start) - ALIGN(size, PAGE_SIZE));
+		len = ALIGN(size, PAGE_SIZE);
+	}
+	slub_lock(&huge_lock);
+	h = huge_find((uintptr_t)start, true);
+	if (h) {
+		h->addr = (uintptr_t)start;
+		h->size = len;
+	}
+	slub_unlock(&huge_lock);
+	if (!h) {
+		munmap(start, len);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return start;
+}
+
+/* Size of a huge allocation, 0 if p is not one; removes it if unmap. */
+static size_t huge_lookup(const void *p, bool unmap)
+{
+	struct huge *h;
+	size_t size = 0;
+
+	slub_lock(&huge_lock);
+	h = huge_table ? huge_find((uintptr_t)p, false) : NULL;
+	if (h) {
+		size = h->size;
+		if (unmap)
+			h->addr = 1;
+	}
+	slub_unlock(&huge_lock);
+	if (h && unmap)
+		munmap((void *)p, size);
+	return size;
+}
+
+/* ---- The calls ---------------------------------------------------------------- */
+
+static inline bool in_arena(const void *p)
+{
+	return (const char *)p >= zone.arena &&
+	       (const char *)p < zone.arena + (zone.nr_pages << PAGE_SHIFT);
+}
+
+static __always_inline void *slub_malloc(size_t size, gfp_t gfp)
+{
+	void *p;
+
+	if (unlikely(!__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))) {
+		if (in_malloc_init)
+			return boot_alloc(size);
+		if (malloc_init()) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	if (likely(size <= KMALLOC_MAX_CACHE_SIZE)) {
+		return slab_alloc(kmalloc_slab(size < MIN_MALLOC ? MIN_MALLOC : size),
+				  gfp);
+	}
+	if (size <= MAX_PAGES_SIZE) {
+		p = kmalloc(size, gfp | __GFP_NOWARN);
+		if (p)
+			return p;
+		errno = ENOMEM;
+		return NULL;
+	}
+	return huge_alloc(size, 0);	/* fresh mappings are zeroed */
+}
+
+static __noinline void bad_free(const void *p, const char *fn, const void *caller)
+{
+	slub_pr_err("BUG: %s(): invalid pointer %p: not allocated by "
+		    "libslub-malloc\n", fn, p);
+	slub_pr_caller(caller);
+}
+
+static inline void slub_free(void *p, const void *caller)
+{
+	if (unlikely(!p))
+		return;
+	if (likely(in_arena(p))) {
+		struct slab *slab = virt_to_slab(p);
+
+		if (likely(slab)) {
+			slab_free(slab->slab_cache, slab, p);
+			return;
+		}
+		kfree(p);	/* page blocks; reports what is neither */
+		return;
+	}
+	if (is_boot(p))
+		return;
+	if (!huge_lookup(p, true))
+		bad_free(p, "free", caller);
+}
+
+static size_t usable_size(const void *p)
+{
+	if (!p)
+		return 0;
+	if (in_arena(p))
+		return ksize(p);
+	if (is_boot(p))
+		return 0;
+	return huge_lookup(p, false);
+}
+
+MALLOC_API void *malloc(size_t size)
+{
+	return slub_malloc(size, GFP_KERNEL);
+}
+
+MALLOC_API void free(void *p)
+{
+	slub_free(p, __builtin_return_address(0));
+}
+
+/* C23: the size and alignment are hints; the allocator knows both. */
+MALLOC_API void free_sized(void *p, size_t size)
+{
+	(void)size;
+	slub_free(p, __builtin_return_address(0));
+}
+
+MALLOC_API void free_aligned_sized(void *p, size_t align, size_t size)
+{
+	(void)align, (void)size;
+	slub_free(p, __builtin_return_address(0));
+}
+
+MALLOC_API void *calloc(size_t n, size_t size)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(n, size, &bytes)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return slub_malloc(bytes, GFP_KERNEL | __GFP_ZERO);
+}
+
+MALLOC_API size_t malloc_usable_size(void *p)
+{
+	return usable_size(p);
+}
+
+static void *slub_realloc(void *p, size_t size, const void *caller)
+{
+	size_t old;
+	void *n;
+
+	if (!p)
+		return slub_malloc(size, GFP_KERNEL);
+	if (!size) {
+		slub_free(p, caller);
+		return NULL;
+	}
+	old = usable_size(p);
+	if (!old && !is_boot(p)) {
+		bad_free(p, "realloc", caller);
+		errno = EINVAL;
+		return NULL;
+	}
+	/* Fits, and not worth moving to save less than half. */
+	if (size <= old && size >= old / 2)
+		return p;
+	if (old > MAX_PAGES_SIZE && size > MAX_PAGES_SIZE && !in_arena(p)) {
+		n = mremap(p, old, ALIGN(size, PAGE_SIZE), MREMAP_MAYMOVE);
+		if (n != MAP_FAILED) {
+			slub_lock(&huge_lock);
+			huge_find((uintptr_t)p, false)->addr = 1;
+			slub_unlock(&huge_lock);
+			/* Re-register under the new address and length. */
+			slub_lock(&huge_lock);
+			struct huge *h = huge_find((uintptr_t)n, true);
+
+			if (h) {
+				h->addr = (uintptr_t)n;
+				h->size = ALIGN(size, PAGE_SIZE);
+			}
+			slub_unlock(&huge_lock);
+			if (h)
+				return n;
+			munmap(n, ALIGN(size, PAGE_SIZE));
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	n = slub_malloc(size, GFP_KERNEL);
+	if (!n)
+		return NULL;
+	memcpy(n, p, old < size ? old : size);
+	slub_free(p, caller);
+	return n;
+}
+
+MALLOC_API void *realloc(void *p, size_t size)
+{
+	return slub_realloc(p, size, __builtin_return_address(0));
+}
+
+MALLOC_API void *reallocarray(void *p, size_t n, size_t size)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(n, size, &bytes)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return slub_realloc(p, bytes, __builtin_return_address(0));
+}
+
+/* ---- Aligned allocation ------------------------------------------------------------ */
+
+/*
+ * kmalloc's power-of-two caches are aligned to their size (objects sit at
+ * multiples of it in a page-aligned slab), and page blocks to theirs: an
+ * alignment is a size class.
+ */
+static void *slub_aligned(size_t align, size_t size)
+{
+	size_t want;
+	unsigned int order = 0;
+
+	if (align <= MIN_MALLOC)
+		return slub_malloc(size, GFP_KERNEL);
+	want = size > align ? size : align;
+	if (want > MAX_PAGES_SIZE || align > MAX_PAGES_SIZE)
+		return huge_alloc(size, align);
+	if (want <= KMALLOC_MAX_CACHE_SIZE) {
+		size_t pow2 = MIN_MALLOC;
+
+		while (pow2 < want)
+			pow2 <<= 1;
+		return slub_malloc(pow2, GFP_KERNEL);
+	}
+	while ((PAGE_SIZE << order) < want)
+		order++;
+	if (slab_ready()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __get_free_pages(GFP_KERNEL | __GFP_NOWARN, order);
+}
+
+static inline bool power_of_two(size_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+MALLOC_API int posix_memalign(void **out, size_t align, size_t size)
+{
+	void *p;
+	int saved = errno;
+
+	if (!power_of_two(align) || align % sizeof(void *))
+		return EINVAL;
+	p = slub_aligned(align, size);
+	if (!p) {
+		errno = saved;
+		return ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+MALLOC_API void *aligned_alloc(size_t align, size_t size)
+{
+	if (!power_of_two(align)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return slub_aligned(align, size);
+}
+
+MALLOC_API void *memalign(size_t align, size_t size)
+{
+	if (!power_of_two(align)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return slub_aligned(align, size);
+}
+
+MALLOC_API void *valloc(size_t size)
+{
+	return slub_aligned(PAGE_SIZE, size);
+}
+
+MALLOC_API void *pvalloc(size_t size)
+{
+	if (size > SIZE_MAX - PAGE_SIZE) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return slub_aligned(PAGE_SIZE, ALIGN(size ? size : 1, PAGE_SIZE));
+}
+
+/* ---- SLUB_STATS=1: a slabinfo-style report at exit ------------------------------- */
+
+static void stats_report_cache(struct kmem_cache *s)
+{
+	struct slab_counts cnt;
+	unsigned long fast = 0, slow = 0, ffast = 0, fslow = 0;
+	unsigned int cpu;
+
+	slab_count(s, &cnt);
+	for_each_possible_cpu(cpu) {
+		fast += stat_cpu(s, ALLOC_FASTPATH, cpu);
+		slow += stat_cpu(s, ALLOC_SLOWPATH, cpu);
+		ffast += stat_cpu(s, FREE_FASTPATH, cpu);
+		fslow += stat_cpu(s, FREE_SLOWPATH, cpu);
+	}
+	slub_pr_err("%-18s %8lu %7u %6lu %4lu %4lu %2u %12lu %12lu %12lu %12lu\n",
+		    s->name, cnt.objects, s->object_size, cnt.slabs, cnt.partial,
+		    cnt.cpu_slabs + cnt.cpu_partial_slabs, oo_order(s->oo),
+		    fast, slow, ffast, fslow);
+}
+
+__attribute__((destructor)) static void stats_report(void)
+{
+	const char *v = getenv("SLUB_STATS");
+	struct list_head *pos;
+	char buf[512];
+
+	if (!v || strcmp(v, "1") || !__atomic_load_n(&slab_initialised,
+						     __ATOMIC_ACQUIRE))
+		return;
+	slub_pr_err("libslub: SLUB_STATS report for %s\n"
+		    "%-18s %8s %7s %6s %4s %4s %2s %12s %12s %12s %12s\n",
+		    slub_comm(), "Name", "Objects", "Objsize", "Slabs", "Part",
+		    "Cpu", "O", "AllocFast", "AllocSlow", "FreeFast", "FreeSlow");
+	slub_lock(&slab_mutex);
+	list_for_each(pos, &slab_caches)
+		stats_report_cache(list_entry(pos, struct kmem_cache, list));
+	slub_unlock(&slab_mutex);
+	if (slub_sysfs_read("page_alloc/zoneinfo", buf, sizeof(buf)) > 0)
+		slub_pr_err("page_alloc:\n%s", buf);
+	if (slub_sysfs_read("page_alloc/zone_lock", buf, sizeof(buf)) > 0)
+		slub_pr_err("zone_lock %s", buf);
+	if (slub_sysfs_read("page_alloc/pages_released", buf, sizeof(buf)) > 0)
+		slub_pr_err("pages_released %s", buf);
+}
