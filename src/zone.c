@@ -257,7 +257,7 @@ static unsigned long check_list(struct list_head *head, enum page_type type,
 
 unsigned long page_alloc_check(void)
 {
-	unsigned long errors = 0, buddy = 0, pcp_pages = 0, released = 0;
+	unsigned long errors = 0, buddy = 0, released = 0;
 	unsigned int cpu;
 
 	if (slub_init())
@@ -296,7 +296,6 @@ unsigned long page_alloc_check(void)
 				    "hold %lu pages\n", cpu, pcp->count, pages);
 			errors++;
 		}
-		pcp_pages += pages;
 	}
 	page_alloc_fork_parent();
 	return errors;
