@@ -2,7 +2,8 @@
 #   make test    build and run every test: plain (rseq and fallback mode),
 #                AddressSanitizer+UBSan, and ThreadSanitizer builds
 #   make bench   build and run the benchmarks (the main job); BENCH_ARGS
-#                go to bench_page_alloc, SLAB_BENCH_ARGS to bench_slab
+#                go to bench_page_alloc, SLAB_BENCH_ARGS to bench_slab,
+#                RR_BENCH_ARGS to bench_rr
 #   make install install headers, libraries, pkg-config and CMake files
 #                (PREFIX=/usr/local)
 
@@ -12,6 +13,7 @@ CMAKE  ?= cmake
 CTEST  ?= ctest
 BENCH_ARGS ?=
 SLAB_BENCH_ARGS ?=
+RR_BENCH_ARGS ?=
 
 CONFIGURE = $(CMAKE) -S . -DSLUB_WERROR=ON
 
@@ -56,7 +58,8 @@ bench:
 	mkdir -p results
 	./build-release/bench/bench_page_alloc -o results/page_alloc.json $(BENCH_ARGS)
 	./build-release/bench/bench_slab -F -o results/slab.json $(SLAB_BENCH_ARGS)
-	@echo "results: results/page_alloc.json results/slab.json"
+	./build-release/bench/bench_rr -o results/rr.json $(RR_BENCH_ARGS)
+	@echo "results: results/page_alloc.json results/slab.json results/rr.json"
 
 install: build
 	$(CMAKE) --install build --prefix $(PREFIX)
