@@ -45,10 +45,20 @@ static void fork_child(void)
 	slub_lock_init(&slab_mutex);
 }
 
+/*
+ * Set while this thread applies SLUB_CONFIG's global entries: a store that
+ * needs the library (drain_all_pages() behind pcp_high_order=0, drain,
+ * shrink) finds it up enough instead of waiting on init_lock, which this
+ * thread holds.
+ */
+static __thread int in_slub_init;
+
 int slub_init_slow(void)
 {
 	int ret;
 
+	if (in_slub_init)
+		return 0;
 	slub_lock(&init_lock);
 	if (__atomic_load_n(&slub_initialised, __ATOMIC_ACQUIRE) || init_error) {
 		slub_unlock(&init_lock);
@@ -71,7 +81,9 @@ int slub_init_slow(void)
 	cpu_sysfs_init();
 	page_alloc_sysfs_init();
 	slab_sysfs_init();
+	in_slub_init = 1;
 	policy_apply_global();
+	in_slub_init = 0;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&slub_initialised, 1, __ATOMIC_RELEASE);
 	slub_unlock(&init_lock);

@@ -388,7 +388,9 @@ static bool thrash_account(struct kmem_cache *s, struct kmem_cache_cpu *c,
 	 * CPU partial slabs (2011) are taken without that choice, so the cap
 	 * is made explicit: recovery takes at most a few good CPU slabs.
 	 */
-	if (had_slab) {
+	if (!READ_ONCE(s->min_free_watermark)) {
+		slow = 0;	/* the ratio was turned off */
+	} else if (had_slab) {
 		if (fast < READ_ONCE(s->min_free_watermark)) {
 			if (slow <= SLAB_THRASHING_THRESHOLD)
 				slow++;
@@ -408,7 +410,8 @@ static inline bool cpu_thrashing(struct kmem_cache *s)
 {
 	struct kmem_cache_cpu *c = cpu_slab(s, raw_smp_processor_id());
 
-	return READ_ONCE(c->slowpath_allocs) >= SLAB_THRASHING_THRESHOLD;
+	return READ_ONCE(s->min_free_watermark) &&
+	       READ_ONCE(c->slowpath_allocs) >= SLAB_THRASHING_THRESHOLD;
 }
 
 /*

@@ -111,7 +111,7 @@ static int order_store(void *obj, long arg, const char *val)
 	struct kmem_cache *s = obj;
 	struct kmem_cache tmp;
 	unsigned long order;
-	unsigned int ratio;
+	unsigned int ratio, old_objects;
 
 	(void)arg;
 	if (sysfs_parse_ulong(val, &order) || order > slub_params.max_order ||
@@ -125,9 +125,12 @@ static int order_store(void *obj, long arg, const char *val)
 	 * per slab: the order_store() variant from the 2009 review.
 	 */
 	ratio = thrash_ratio(s);
+	old_objects = oo_objects(s->oo);
 	WRITE_ONCE(s->oo.x, tmp.oo.x);
 	set_cpu_partial(s, READ_ONCE(s->cpu_partial));
-	set_thrash_ratio(s, ratio);
+	/* Same objects per slab: recomputing would only round down again. */
+	if (oo_objects(tmp.oo) != old_objects)
+		set_thrash_ratio(s, ratio);
 	return 0;
 }
 
@@ -296,7 +299,19 @@ static void stat_show(struct seq_buf *sb, void *obj, long si)
 
 static int stat_store(void *obj, long si, const char *val)
 {
-	return sysfs_clear_counter(stat_off(obj, (enum stat_item)si), val);
+	struct kmem_cache *s = obj;
+	int ret = sysfs_clear_counter(stat_off(s, (enum stat_item)si), val);
+	unsigned int cpu;
+
+	/* Thrash detection counts fast allocations from this statistic. */
+	if (!ret && si == ALLOC_FASTPATH) {
+		for_each_possible_cpu(cpu) {
+			percpu_lock(s->cpu_slab, cpu);
+			((struct kmem_cache_cpu *)per_cpu_ptr(s->cpu_slab, cpu))->fastpath_base = 0;
+			percpu_unlock(s->cpu_slab, cpu);
+		}
+	}
+	return ret;
 }
 
 #define VALUE(n, v)	{ n, value_show, NULL, v }
