@@ -3,7 +3,7 @@
 #                AddressSanitizer+UBSan, and ThreadSanitizer builds
 #   make bench   build and run the benchmarks (the main job); BENCH_ARGS
 #                go to bench_page_alloc, SLAB_BENCH_ARGS to bench_slab,
-#                RR_BENCH_ARGS to bench_rr
+#                RR_BENCH_ARGS to bench_rr, MALLOC_BENCH_ARGS to bench_malloc
 #   make install install headers, libraries, pkg-config and CMake files
 #                (PREFIX=/usr/local)
 
@@ -14,6 +14,7 @@ CTEST  ?= ctest
 BENCH_ARGS ?=
 SLAB_BENCH_ARGS ?=
 RR_BENCH_ARGS ?=
+MALLOC_BENCH_ARGS ?=
 
 CONFIGURE = $(CMAKE) -S . -DSLUB_WERROR=ON
 
@@ -59,7 +60,10 @@ bench:
 	./build-release/bench/bench_page_alloc -o results/page_alloc.json $(BENCH_ARGS)
 	./build-release/bench/bench_slab -F -o results/slab.json $(SLAB_BENCH_ARGS)
 	./build-release/bench/bench_rr -o results/rr.json $(RR_BENCH_ARGS)
-	@echo "results: results/page_alloc.json results/slab.json results/rr.json"
+	./build-release/bench/bench_malloc -L build-release/libslub-malloc.so \
+		-o results/malloc.json $(MALLOC_BENCH_ARGS)
+	@echo "results: results/page_alloc.json results/slab.json results/rr.json" \
+	      "results/malloc.json"
 
 install: build
 	$(CMAKE) --install build --prefix $(PREFIX)

@@ -43,6 +43,59 @@ if [ "$what" = bench ] &&
 	fi
 fi
 
+# bench_malloc preloads jemalloc, tcmalloc and mimalloc (the runtime
+# libraries, no headers) next to libslub-malloc.so. Each is optional: one
+# that cannot be installed is left out of the table, with a note.
+if [ "$what" = bench ]; then
+	for pkg in libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0; do
+		case $pkg in
+		libjemalloc2) lib=libjemalloc.so.2 ;;
+		libtcmalloc-minimal4) lib=libtcmalloc_minimal.so.4 ;;
+		libmimalloc2.0) lib=libmimalloc.so.2 ;;
+		esac
+		[ -e "/usr/lib/x86_64-linux-gnu/$lib" ] && continue
+		[ -n "$(find /usr/lib /lib -name "$lib" 2>/dev/null | head -n 1)" ] &&
+			continue
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+			echo "deps (bench): installing $pkg"
+			{ [ -n "${apt_updated:-}" ] || apt-get update -qq; } &&
+			apt_updated=1 &&
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				"$pkg" >/dev/null ||
+				echo "deps (bench): $pkg not installed;" \
+				     "bench_malloc leaves it out" >&2
+		else
+			echo "deps (bench): no $lib; bench_malloc leaves it out" \
+			     "(as root: apt-get install $pkg)" >&2
+		fi
+	done
+fi
+
+# tests/malloc_programs.sh runs real programs on libslub-malloc.so: python3
+# and perl it requires, sqlite3 and git it skips when they are missing.
+# Building needs none of them: so they are installed as root and only
+# named otherwise.
+if [ "$what" = test ]; then
+	prog_pkgs=""
+	for prog in python3 perl sqlite3 git; do
+		command -v "$prog" >/dev/null 2>&1 || prog_pkgs="$prog_pkgs $prog"
+	done
+	if [ -z "$prog_pkgs" ]; then
+		:
+	elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "deps (test): installing$prog_pkgs"
+		{ apt-get update -qq &&
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			$prog_pkgs >/dev/null; } ||
+			echo "deps (test):$prog_pkgs not installed;" \
+			     "malloc_programs will say what it could not run" >&2
+	else
+		echo "deps (test): missing:$prog_pkgs; the malloc_programs test" \
+		     "needs python3 and perl and skips sqlite3 and git" \
+		     "(as root: apt-get install$prog_pkgs)" >&2
+	fi
+fi
+
 if [ -z "$missing" ] && [ -z "${missing_lib:-}" ]; then
 	exit 0
 fi

@@ -1,0 +1,839 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_malloc: libslub-malloc.so as a drop-in malloc, against glibc,
+ * jemalloc, tcmalloc and mimalloc, through the plain C allocation API.
+ *
+ * This program links no allocator of its own. Every measurement runs in a
+ * child: the program re-executed with -X and, for every allocator but
+ * glibc, LD_PRELOAD naming the allocator's shared library. The child runs
+ * one workload for -d seconds, frees what it holds, reads its peak RSS
+ * (VmHWM in /proc/self/status) and sends one line back through a pipe. It
+ * also checks /proc/self/maps for the preloaded library, so an allocator
+ * that failed to load is an error, never a silent glibc run.
+ *
+ * Workloads (an op is one malloc and its free):
+ *   single    one thread: free a random object of a working set of -w
+ *             objects and allocate its replacement, then one malloc/free
+ *             pair; sizes uniform in 16..1024 bytes
+ *   prodcons  -p pairs of threads; producers malloc, consumers free, one
+ *             single-producer single-consumer ring per pair
+ *   oversub   8x the online CPUs threads (-t), each churning its own
+ *             working set of -w / threads objects
+ *
+ * Repetitions take the allocators in rotating order. The table gives the
+ * median of -r repetitions, Mops/s and peak RSS, each with its ratio to
+ * the best peer in the run: the highest throughput, the lowest RSS, among
+ * glibc, jemalloc, tcmalloc and mimalloc. A throughput ratio below 1 is
+ * slower than the best peer; an RSS ratio above 1 uses more memory.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <gnu/libc-version.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_REPS	64
+#define MIN_SIZE	16
+#define MAX_SIZE	1024
+#define RING		1024	/* slots per prodcons ring, a power of two */
+#define CHECK_EVERY	256	/* iterations between looks at the clock/stop */
+
+enum { W_SINGLE, W_PRODCONS, W_OVERSUB, NR_WL };
+enum { A_GLIBC, A_SLUB, A_JEMALLOC, A_TCMALLOC, A_MIMALLOC, NR_ALLOCS };
+
+static const char *const wl_name[NR_WL] = { "single", "prodcons", "oversub" };
+static const char *const wl_op[NR_WL] = {
+	"one malloc+free: a random object of the working set replaced, then a "
+	"malloc/free pair; 16..1024 bytes, one thread",
+	"one object malloc'ed by a producer and freed by its consumer",
+	"one random object of a thread's working set replaced; 8x the CPUs "
+	"threads",
+};
+static const char *const alloc_name[NR_ALLOCS] = {
+	"glibc", "libslub", "jemalloc", "tcmalloc", "mimalloc",
+};
+/* Where Debian 12 puts them; the first readable one is used. */
+static const char *const alloc_paths[NR_ALLOCS][3] = {
+	[A_JEMALLOC] = { "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2" },
+	[A_TCMALLOC] = { "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+			 "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4" },
+	[A_MIMALLOC] = { "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2" },
+};
+static const char *const alloc_pkg[NR_ALLOCS] = {
+	[A_SLUB] = "build target slub-malloc",
+	[A_JEMALLOC] = "libjemalloc2",
+	[A_TCMALLOC] = "libtcmalloc-minimal4",
+	[A_MIMALLOC] = "libmimalloc2.0",
+};
+
+static struct {
+	double duration;
+	unsigned int reps, pairs, threads, ws;
+	bool wl_on[NR_WL], alloc_on[NR_ALLOCS];
+	const char *slub_path, *json;
+} opt = {
+	.duration = 1.0, .reps = 3, .pairs = 2, .ws = 10000,
+};
+
+struct sample {
+	double mops;
+	long hwm_kb;
+};
+
+struct result {
+	bool ran;
+	char failed[128];	/* why a child failed; empty if none did */
+	struct sample s[MAX_REPS];
+	unsigned int n;
+};
+
+static char lib_path[NR_ALLOCS][PATH_MAX];	/* "" for glibc or missing */
+static char lib_real[NR_ALLOCS][PATH_MAX];
+static struct result results[NR_WL][NR_ALLOCS];
+
+static __attribute__((noreturn)) void die(const char *what, const char *why)
+{
+	fprintf(stderr, "bench_malloc: %s: %s\n", what, why);
+	exit(1);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- The child: workloads -------------------------------------------------- */
+
+static inline uint64_t rnd(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*s = x;
+	return x;
+}
+
+static inline size_t rnd_size(uint64_t *s)
+{
+	return MIN_SIZE + rnd(s) % (MAX_SIZE - MIN_SIZE + 1);
+}
+
+/* Allocate and touch the first and last byte, as a user of the memory would. */
+static inline void *xmalloc(size_t size)
+{
+	unsigned char *p = malloc(size);
+
+	if (!p) {
+		fprintf(stderr, "bench_malloc: malloc(%zu) failed\n", size);
+		abort();
+	}
+	p[0] = (unsigned char)size;
+	p[size - 1] = (unsigned char)size;
+	return p;
+}
+
+static volatile int stop;
+static pthread_barrier_t start_barrier;
+
+struct churn {
+	void **slot;
+	unsigned int n;
+	uint64_t seed;
+	unsigned long long ops;
+	bool pair;		/* also a malloc/free pair per iteration */
+} __attribute__((aligned(64)));
+
+static void churn_fill(struct churn *c)
+{
+	c->slot = xmalloc(c->n * sizeof(void *));
+	for (unsigned int i = 0; i < c->n; i++)
+		c->slot[i] = xmalloc(rnd_size(&c->seed));
+}
+
+static void churn_free(struct churn *c)
+{
+	for (unsigned int i = 0; i < c->n; i++)
+		free(c->slot[i]);
+	free(c->slot);
+}
+
+/* Iterations until *stop_flag or, when deadline > 0, the clock says so. */
+static void churn_run(struct churn *c, double deadline)
+{
+	unsigned long long ops = 0;
+
+	for (;;) {
+		for (unsigned int k = 0; k < CHECK_EVERY; k++) {
+			unsigned int i = (unsigned int)(rnd(&c->seed) % c->n);
+
+			free(c->slot[i]);
+			c->slot[i] = xmalloc(rnd_size(&c->seed));
+			if (c->pair) {
+				void *p = xmalloc(rnd_size(&c->seed));
+
+				__asm__ volatile("" : : "r"(p) : "memory");
+				free(p);
+			}
+		}
+		ops += CHECK_EVERY * (c->pair ? 2 : 1);
+		if (deadline > 0 ? now() >= deadline : stop)
+			break;
+	}
+	c->ops = ops;
+}
+
+static unsigned long long run_single(double *secs)
+{
+	struct churn c = { .n = opt.ws, .seed = 0x9e3779b97f4a7c15ULL, .pair = true };
+	double t0;
+
+	churn_fill(&c);
+	t0 = now();
+	churn_run(&c, t0 + opt.duration);
+	*secs = now() - t0;
+	churn_free(&c);
+	return c.ops;
+}
+
+static void *oversub_thread(void *arg)
+{
+	struct churn *c = arg;
+
+	churn_fill(c);
+	pthread_barrier_wait(&start_barrier);
+	churn_run(c, 0);
+	pthread_barrier_wait(&start_barrier);	/* all stopped: time taken */
+	churn_free(c);
+	return NULL;
+}
+
+struct ring {
+	unsigned long head __attribute__((aligned(64)));	/* producer's */
+	unsigned long tail __attribute__((aligned(64)));	/* consumer's */
+	int done;
+	unsigned long long ops;
+	uint64_t seed;
+	void *slot[RING] __attribute__((aligned(64)));
+};
+
+static void *producer(void *arg)
+{
+	struct ring *r = arg;
+	unsigned long head = 0, tail = 0;
+
+	pthread_barrier_wait(&start_barrier);
+	while (!stop) {
+		for (unsigned int k = 0; k < CHECK_EVERY; k++) {
+			if (head - tail == RING) {
+				tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+				if (head - tail == RING) {
+					sched_yield();
+					continue;
+				}
+			}
+			r->slot[head & (RING - 1)] = xmalloc(rnd_size(&r->seed));
+			__atomic_store_n(&r->head, ++head, __ATOMIC_RELEASE);
+		}
+	}
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	pthread_barrier_wait(&start_barrier);
+	return NULL;
+}
+
+static void *consumer(void *arg)
+{
+	struct ring *r = arg;
+	unsigned long head = 0, tail = 0;
+	unsigned long long ops = 0;
+
+	pthread_barrier_wait(&start_barrier);
+	for (;;) {
+		if (tail == head) {
+			int done = __atomic_load_n(&r->done, __ATOMIC_ACQUIRE);
+
+			head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+			if (tail == head) {
+				if (done)
+					break;
+				sched_yield();
+				continue;
+			}
+		}
+		free(r->slot[tail & (RING - 1)]);
+		__atomic_store_n(&r->tail, ++tail, __ATOMIC_RELEASE);
+		ops++;
+	}
+	r->ops = ops;
+	pthread_barrier_wait(&start_barrier);
+	return NULL;
+}
+
+/*
+ * Threaded workloads: the threads wait on a barrier, the clock starts,
+ * main sleeps for the duration and raises stop, and the clock stops at a
+ * second barrier that every thread reaches when it has stopped (the
+ * consumers once they have drained their ring).
+ */
+static unsigned long long run_threads(unsigned int w, double *secs)
+{
+	unsigned int nt = w == W_PRODCONS ? 2 * opt.pairs : opt.threads;
+	pthread_t *tid = calloc(nt, sizeof(*tid));
+	struct churn *c = NULL;
+	struct ring *r = NULL;
+	struct timespec ts;
+	unsigned long long ops = 0;
+	unsigned int i;
+	double t0;
+	int err;
+
+	if (w == W_PRODCONS)
+		r = aligned_alloc(64, opt.pairs * sizeof(*r));
+	else
+		c = aligned_alloc(64, nt * sizeof(*c));
+	if (!tid || (!r && !c))
+		die("child", "out of memory");
+	pthread_barrier_init(&start_barrier, NULL, nt + 1);
+	for (i = 0; i < nt; i++) {
+		if (w == W_PRODCONS) {
+			struct ring *ri = &r[i / 2];
+
+			if (!(i & 1)) {
+				memset(ri, 0, sizeof(*ri));
+				ri->seed = 0x9e3779b97f4a7c15ULL * (i + 1);
+			}
+			err = pthread_create(&tid[i], NULL, i & 1 ? consumer : producer, ri);
+		} else {
+			c[i] = (struct churn){
+				.n = opt.ws / nt ? opt.ws / nt : 1,
+				.seed = 0x9e3779b97f4a7c15ULL * (i + 1),
+			};
+			err = pthread_create(&tid[i], NULL, oversub_thread, &c[i]);
+		}
+		if (err)
+			die("pthread_create", strerror(err));
+	}
+	pthread_barrier_wait(&start_barrier);
+	t0 = now();
+	ts.tv_sec = (time_t)opt.duration;
+	ts.tv_nsec = (long)((opt.duration - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	stop = 1;
+	pthread_barrier_wait(&start_barrier);
+	*secs = now() - t0;
+	for (i = 0; i < nt; i++)
+		pthread_join(tid[i], NULL);
+	for (i = 0; i < nt; i++)
+		ops += w == W_PRODCONS ? (i & 1 ? r[i / 2].ops : 0) : c[i].ops;
+	pthread_barrier_destroy(&start_barrier);
+	free(r);
+	free(c);
+	free(tid);
+	return ops;
+}
+
+static long status_kb(const char *key)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	size_t len = strlen(key);
+	char line[256];
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, len) && line[len] == ':') {
+			kb = strtol(line + len + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return kb;
+}
+
+/* Is the LD_PRELOAD library mapped into this process? */
+static bool preload_mapped(void)
+{
+	const char *pre = getenv("LD_PRELOAD");
+	const char *base;
+	char line[PATH_MAX + 128];
+	bool found = false;
+	FILE *f;
+
+	if (!pre || !*pre)
+		return true;
+	base = strrchr(pre, '/');
+	base = base ? base + 1 : pre;
+	f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, base) != NULL;
+	fclose(f);
+	return found;
+}
+
+static int child_main(unsigned int w)
+{
+	unsigned long long ops;
+	double secs;
+
+	if (!preload_mapped()) {
+		fprintf(stderr, "bench_malloc: LD_PRELOAD=%s is not mapped\n",
+			getenv("LD_PRELOAD"));
+		return 2;
+	}
+	alarm((unsigned int)(opt.duration * 10) + 30);	/* a hang is a failure */
+	ops = w == W_SINGLE ? run_single(&secs) : run_threads(w, &secs);
+	printf("%llu %.6f %ld\n", ops, secs, status_kb("VmHWM"));
+	return fflush(stdout) ? 1 : 0;
+}
+
+/* ---- The parent: one child per measurement ---------------------------------- */
+
+static char *child_argv[32];
+
+static void run_one(unsigned int w, unsigned int a)
+{
+	struct result *res = &results[w][a];
+	char buf[256], wbuf[16];
+	unsigned long long ops;
+	size_t got = 0;
+	int fd[2], status;
+	double secs;
+	long hwm;
+	ssize_t n;
+	pid_t pid;
+
+	if (res->failed[0])
+		return;		/* failed once: not run again */
+	snprintf(wbuf, sizeof(wbuf), "%u", w);
+	for (unsigned int i = 0; child_argv[i]; i++)
+		if (!strcmp(child_argv[i], "-X"))
+			child_argv[i + 1] = wbuf;
+	if (pipe(fd))
+		die("pipe", strerror(errno));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		die("fork", strerror(errno));
+	if (!pid) {
+		close(fd[0]);
+		if (dup2(fd[1], 1) < 0)
+			_exit(127);
+		if (lib_path[a][0])
+			setenv("LD_PRELOAD", lib_path[a], 1);
+		else
+			unsetenv("LD_PRELOAD");
+		execv("/proc/self/exe", child_argv);
+		fprintf(stderr, "bench_malloc: exec: %s\n", strerror(errno));
+		_exit(127);
+	}
+	close(fd[1]);
+	while (got < sizeof(buf) - 1 && (n = read(fd[0], buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += (size_t)n;
+	buf[got] = 0;
+	close(fd[0]);
+	if (waitpid(pid, &status, 0) < 0)
+		die("waitpid", strerror(errno));
+	if (WIFSIGNALED(status)) {
+		snprintf(res->failed, sizeof(res->failed), "killed by signal %d (%s)",
+			 WTERMSIG(status), strsignal(WTERMSIG(status)));
+	} else if (WEXITSTATUS(status)) {
+		snprintf(res->failed, sizeof(res->failed), "exit status %d",
+			 WEXITSTATUS(status));
+	} else if (sscanf(buf, "%llu %lf %ld", &ops, &secs, &hwm) != 3 || secs <= 0) {
+		snprintf(res->failed, sizeof(res->failed), "bad report \"%.60s\"", buf);
+	} else {
+		res->s[res->n].mops = (double)ops / secs * 1e-6;
+		res->s[res->n].hwm_kb = hwm;
+		res->n++;
+		res->ran = true;
+		return;
+	}
+	fprintf(stderr, "bench_malloc: %s under %s: the child failed: %s\n"
+		"  reproduce: %sLD_PRELOAD=%s %s -X %u -d %g -p %u -t %u -w %u\n",
+		wl_name[w], alloc_name[a], res->failed, lib_path[a][0] ? "" : "env -u ",
+		lib_path[a][0] ? lib_path[a] : "", child_argv[0], w, opt.duration,
+		opt.pairs, opt.threads, opt.ws);
+}
+
+/* ---- Report ---------------------------------------------------------------- */
+
+static int cmp_double(const void *x, const void *y)
+{
+	double u = *(const double *)x, v = *(const double *)y;
+
+	return (u > v) - (u < v);
+}
+
+static double med(const struct result *r, bool rss)
+{
+	double v[MAX_REPS];
+
+	for (unsigned int i = 0; i < r->n; i++)
+		v[i] = rss ? (double)r->s[i].hwm_kb : r->s[i].mops;
+	qsort(v, r->n, sizeof(v[0]), cmp_double);
+	return r->n & 1 ? v[r->n / 2] : (v[r->n / 2 - 1] + v[r->n / 2]) / 2;
+}
+
+/* The best peer (never libslub): highest throughput or lowest RSS; -1 if none. */
+static int best_peer(unsigned int w, bool rss)
+{
+	int best = -1;
+
+	for (int a = 0; a < NR_ALLOCS; a++) {
+		const struct result *r = &results[w][a];
+
+		if (a == A_SLUB || !r->ran || r->failed[0])
+			continue;
+		if (best < 0 || (rss ? med(r, true) < med(&results[w][best], true) :
+				       med(r, false) > med(&results[w][best], false)))
+			best = a;
+	}
+	return best;
+}
+
+static double ratio(unsigned int w, unsigned int a, bool rss)
+{
+	int b = best_peer(w, rss);
+
+	if (b < 0 || !results[w][a].ran || results[w][a].failed[0])
+		return 0;
+	return med(&results[w][a], rss) / med(&results[w][b], rss);
+}
+
+static bool col_on(unsigned int a)
+{
+	return opt.alloc_on[a] && (a == A_GLIBC || lib_path[a][0]);
+}
+
+static void print_table(bool rss)
+{
+	char cell[40];
+
+	printf("\n%s, median of %u (ratio to the best peer)\n%-9s",
+	       rss ? "peak RSS, MiB (VmHWM)" : "throughput, Mops/s", opt.reps, "");
+	for (unsigned int a = 0; a < NR_ALLOCS; a++)
+		if (col_on(a))
+			printf(" %15s", alloc_name[a]);
+	printf(" %10s\n", "best peer");
+	for (unsigned int w = 0; w < NR_WL; w++) {
+		int b = best_peer(w, rss);
+
+		if (!opt.wl_on[w])
+			continue;
+		printf("%-9s", wl_name[w]);
+		for (unsigned int a = 0; a < NR_ALLOCS; a++) {
+			const struct result *r = &results[w][a];
+
+			if (!col_on(a))
+				continue;
+			if (r->failed[0])
+				snprintf(cell, sizeof(cell), "FAILED");
+			else if (!r->ran)
+				snprintf(cell, sizeof(cell), "-");
+			else if (rss)
+				snprintf(cell, sizeof(cell), "%.1f (%.2f)",
+					 med(r, true) / 1024, ratio(w, a, true));
+			else
+				snprintf(cell, sizeof(cell), "%.2f (%.2f)",
+					 med(r, false), ratio(w, a, false));
+			printf(" %15s", cell);
+		}
+		printf(" %10s\n", b < 0 ? "-" : alloc_name[b]);
+	}
+}
+
+static void cpu_model(char *buf, size_t size)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[256];
+
+	snprintf(buf, size, "unknown");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':');
+
+		if (!strncmp(line, "model name", 10) && colon) {
+			snprintf(buf, size, "%s", colon + 2);
+			buf[strcspn(buf, "\n")] = 0;
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static void print_tables(void)
+{
+	char model[128];
+
+	cpu_model(model, sizeof(model));
+	printf("bench_malloc: %ld CPUs (%s), glibc %s\n", sysconf(_SC_NPROCESSORS_ONLN),
+	       model, gnu_get_libc_version());
+	for (unsigned int a = 1; a < NR_ALLOCS; a++)
+		if (opt.alloc_on[a])
+			printf("  %-9s %s\n", alloc_name[a],
+			       lib_real[a][0] ? lib_real[a] : "not found, left out");
+	printf("each run: %.2f s in a child under LD_PRELOAD; single: 1 thread, "
+	       "working set %u;\n  prodcons: %u pairs (%u threads); oversub: %u "
+	       "threads; sizes %d..%d bytes; op = malloc + free\n",
+	       opt.duration, opt.ws, opt.pairs, 2 * opt.pairs, opt.threads,
+	       MIN_SIZE, MAX_SIZE);
+	printf("best peer: the best of glibc, jemalloc, tcmalloc, mimalloc "
+	       "(throughput: ratio < 1 is slower; RSS: ratio > 1 is more)\n");
+	print_table(false);
+	print_table(true);
+	for (unsigned int w = 0; w < NR_WL; w++)
+		for (unsigned int a = 0; a < NR_ALLOCS; a++)
+			if (results[w][a].failed[0])
+				printf("FAILED: %s under %s: %s\n", wl_name[w],
+				       alloc_name[a], results[w][a].failed);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		if ((unsigned char)*s >= 0x20)
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void write_json(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	struct utsname u;
+	char model[128];
+	bool first;
+
+	if (!f)
+		die(path, strerror(errno));
+	cpu_model(model, sizeof(model));
+	uname(&u);
+	fprintf(f, "{\n  \"benchmark\": \"bench_malloc\",\n  \"machine\": {\"nproc\": %ld, "
+		"\"cpu_model\": ", sysconf(_SC_NPROCESSORS_ONLN));
+	json_str(f, model);
+	fprintf(f, ", \"glibc\": ");
+	json_str(f, gnu_get_libc_version());
+	fprintf(f, ", \"kernel\": ");
+	json_str(f, u.release);
+	fprintf(f, "},\n  \"config\": {\"duration_s\": %.3f, \"reps\": %u, \"pairs\": %u, "
+		"\"oversub_threads\": %u, \"working_set\": %u, \"min_size\": %d, "
+		"\"max_size\": %d},\n  \"allocators\": {", opt.duration, opt.reps,
+		opt.pairs, opt.threads, opt.ws, MIN_SIZE, MAX_SIZE);
+	first = true;
+	for (unsigned int a = 0; a < NR_ALLOCS; a++) {
+		if (!opt.alloc_on[a])
+			continue;
+		fprintf(f, "%s\n    \"%s\": {\"preload\": ", first ? "" : ",", alloc_name[a]);
+		if (a == A_GLIBC || !lib_path[a][0])
+			fprintf(f, "null");
+		else
+			json_str(f, lib_path[a]);
+		fprintf(f, ", \"library\": ");
+		if (lib_real[a][0])
+			json_str(f, lib_real[a]);
+		else
+			fprintf(f, "null");
+		fprintf(f, ", \"available\": %s}", col_on(a) ? "true" : "false");
+		first = false;
+	}
+	fprintf(f, "\n  },\n  \"workloads\": {");
+	first = true;
+	for (unsigned int w = 0; w < NR_WL; w++) {
+		int bt = best_peer(w, false), br = best_peer(w, true);
+
+		if (!opt.wl_on[w])
+			continue;
+		fprintf(f, "%s\n    \"%s\": {\n      \"op\": ", first ? "" : ",", wl_name[w]);
+		json_str(f, wl_op[w]);
+		fprintf(f, ",\n      \"threads\": %u, \"best_peer_throughput\": ",
+			w == W_SINGLE ? 1 : w == W_PRODCONS ? 2 * opt.pairs : opt.threads);
+		if (bt < 0)
+			fprintf(f, "null");
+		else
+			json_str(f, alloc_name[bt]);
+		fprintf(f, ", \"best_peer_rss\": ");
+		if (br < 0)
+			fprintf(f, "null");
+		else
+			json_str(f, alloc_name[br]);
+		for (unsigned int a = 0; a < NR_ALLOCS; a++) {
+			const struct result *r = &results[w][a];
+
+			if (!r->ran && !r->failed[0])
+				continue;
+			fprintf(f, ",\n      \"%s\": {\"mops\": [", alloc_name[a]);
+			for (unsigned int i = 0; i < r->n; i++)
+				fprintf(f, "%s%.4f", i ? ", " : "", r->s[i].mops);
+			fprintf(f, "], \"peak_rss_kb\": [");
+			for (unsigned int i = 0; i < r->n; i++)
+				fprintf(f, "%s%ld", i ? ", " : "", r->s[i].hwm_kb);
+			fprintf(f, "]");
+			if (r->failed[0]) {
+				fprintf(f, ", \"failed\": ");
+				json_str(f, r->failed);
+			} else {
+				fprintf(f, ",\n        \"mops_median\": %.4f, \"peak_rss_kb_median\": "
+					"%.1f, \"ratio_throughput_best_peer\": %.4f, "
+					"\"ratio_rss_best_peer\": %.4f", med(r, false),
+					med(r, true), ratio(w, a, false), ratio(w, a, true));
+			}
+			fprintf(f, "}");
+		}
+		fprintf(f, "\n    }");
+		first = false;
+	}
+	fprintf(f, "\n  }\n}\n");
+	if (fclose(f))
+		die(path, strerror(errno));
+	fprintf(stderr, "bench_malloc: wrote %s\n", path);
+}
+
+/* ---- Options ---------------------------------------------------------------- */
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: bench_malloc [-d secs] [-r reps] [-p pairs] [-t threads] [-w objs]\n"
+		"                    [-W single,prodcons,oversub] [-a glibc,libslub,...]\n"
+		"                    [-L libslub-malloc.so] [-o out.json]\n"
+		"  -d  seconds per run (1.0)      -r  repetitions, median (3)\n"
+		"  -p  prodcons pairs (2)         -t  oversub threads (8 x CPUs)\n"
+		"  -w  working set, objects (10000; oversub splits it over its threads)\n"
+		"  -L  libslub-malloc.so (default: next to or above this program)\n");
+	exit(2);
+}
+
+static void parse_list(char *arg, const char *const *names, unsigned int n, bool *on)
+{
+	memset(on, 0, n * sizeof(*on));
+	for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
+		unsigned int i;
+
+		for (i = 0; i < n && strcmp(tok, names[i]); i++)
+			;
+		if (i == n)
+			die("unknown name", tok);
+		on[i] = true;
+	}
+}
+
+/* libslub-malloc.so in the build tree: bench/.. of this executable. */
+static void find_slub(void)
+{
+	char exe[PATH_MAX], *slash;
+	ssize_t n;
+
+	if (opt.slub_path) {
+		snprintf(lib_path[A_SLUB], PATH_MAX, "%s", opt.slub_path);
+		return;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = 0;
+	for (int up = 0; up < 2; up++) {
+		slash = strrchr(exe, '/');
+		if (!slash)
+			return;
+		*slash = 0;
+		snprintf(lib_path[A_SLUB], PATH_MAX, "%.*s/libslub-malloc.so",
+			 PATH_MAX - 20, exe);
+		if (!access(lib_path[A_SLUB], R_OK))
+			return;
+	}
+	lib_path[A_SLUB][0] = 0;
+}
+
+static void find_libs(void)
+{
+	find_slub();
+	for (unsigned int a = 1; a < NR_ALLOCS; a++) {
+		for (unsigned int i = 0; a != A_SLUB && i < 3 && alloc_paths[a][i]; i++)
+			if (!access(alloc_paths[a][i], R_OK)) {
+				snprintf(lib_path[a], PATH_MAX, "%s", alloc_paths[a][i]);
+				break;
+			}
+		if (lib_path[a][0] && access(lib_path[a], R_OK))
+			lib_path[a][0] = 0;
+		if (lib_path[a][0] && !realpath(lib_path[a], lib_real[a]))
+			lib_real[a][0] = 0;
+		if (opt.alloc_on[a] && !lib_path[a][0])
+			fprintf(stderr, "bench_malloc: NOTE: %s not found (%s), left out\n",
+				alloc_name[a], alloc_pkg[a]);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	long child_wl = -1;
+	char *end;
+	int c;
+
+	for (unsigned int w = 0; w < NR_WL; w++)
+		opt.wl_on[w] = true;
+	for (unsigned int a = 0; a < NR_ALLOCS; a++)
+		opt.alloc_on[a] = true;
+	opt.threads = 8 * (unsigned int)sysconf(_SC_NPROCESSORS_ONLN);
+	while ((c = getopt(argc, argv, "d:r:p:t:w:W:a:L:o:X:h")) != -1) {
+		switch (c) {
+		case 'd': opt.duration = strtod(optarg, &end); break;
+		case 'r': opt.reps = (unsigned int)strtoul(optarg, NULL, 10); break;
+		case 'p': opt.pairs = (unsigned int)strtoul(optarg, NULL, 10); break;
+		case 't': opt.threads = (unsigned int)strtoul(optarg, NULL, 10); break;
+		case 'w': opt.ws = (unsigned int)strtoul(optarg, NULL, 10); break;
+		case 'W': parse_list(optarg, wl_name, NR_WL, opt.wl_on); break;
+		case 'a': parse_list(optarg, alloc_name, NR_ALLOCS, opt.alloc_on); break;
+		case 'L': opt.slub_path = optarg; break;
+		case 'o': opt.json = optarg; break;
+		case 'X': child_wl = strtol(optarg, NULL, 10); break;
+		default: usage();
+		}
+	}
+	if (opt.duration <= 0 || !opt.reps || opt.reps > MAX_REPS || !opt.pairs ||
+	    !opt.threads || !opt.ws || optind != argc)
+		usage();
+	if (child_wl >= 0)
+		return child_wl < NR_WL ? child_main((unsigned int)child_wl) : 2;
+
+	find_libs();
+	/* The child's argv: ours, plus -X <workload>. */
+	for (c = 0; c < argc && c < 28; c++)
+		child_argv[c] = argv[c];
+	child_argv[c++] = "-X";
+	child_argv[c++] = "0";
+	child_argv[c] = NULL;
+	for (unsigned int rep = 0; rep < opt.reps; rep++)
+		for (unsigned int w = 0; w < NR_WL; w++)
+			for (unsigned int k = 0; k < NR_ALLOCS; k++) {
+				unsigned int a = (k + rep) % NR_ALLOCS;
+
+				if (opt.wl_on[w] && col_on(a))
+					run_one(w, a);
+			}
+	print_tables();
+	if (opt.json)
+		write_json(opt.json);
+	return 0;
+}
