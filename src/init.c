@@ -17,12 +17,21 @@ int slub_initialised;
 static struct slub_lock init_lock = SLUB_LOCK_INIT;
 static int init_error;
 
+/* libslub-malloc's registry of huge blocks (malloc.c); not in libslub. */
+void malloc_fork_prepare(void) __attribute__((weak));
+void malloc_fork_parent(void) __attribute__((weak));
+void malloc_fork_child(void) __attribute__((weak));
+
 /*
- * Every lock, in the one order all paths follow: slab_mutex, sysfs_lock,
- * each cache's per-CPU locks and list_lock, the pcp locks, zone->lock.
+ * Every lock, in the one order all paths follow: the huge-block registry,
+ * slab_mutex, sysfs_lock, each cache's per-CPU locks and list_lock, the
+ * pcp locks, zone->lock.
  */
+
 static void fork_prepare(void)
 {
+	if (malloc_fork_prepare)
+		malloc_fork_prepare();
 	slub_lock(&slab_mutex);
 	slub_lock(&sysfs_lock);
 	slab_fork_prepare();
@@ -35,6 +44,8 @@ static void fork_parent(void)
 	slab_fork_parent();
 	slub_unlock(&sysfs_lock);
 	slub_unlock(&slab_mutex);
+	if (malloc_fork_parent)
+		malloc_fork_parent();
 }
 
 static void fork_child(void)
@@ -43,6 +54,8 @@ static void fork_child(void)
 	slab_fork_child();
 	slub_lock_init(&sysfs_lock);
 	slub_lock_init(&slab_mutex);
+	if (malloc_fork_child)
+		malloc_fork_child();
 }
 
 /*

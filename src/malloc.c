@@ -74,17 +74,22 @@ static __noinline int malloc_init(void)
 #define HUGE_SLOTS	(1U << 16)
 
 struct huge {
-	uintptr_t addr;		/* 0 free, 1 deleted */
+	uintptr_t addr;		/* 0: free slot */
 	size_t size;		/* mapped length */
 };
 
 static struct huge *huge_table;
 static struct slub_lock huge_lock = SLUB_LOCK_INIT;
 
+static inline unsigned int huge_slot(uintptr_t addr)
+{
+	return (unsigned int)((addr >> 12) * 2654435761U) & (HUGE_SLOTS - 1);
+}
+
+/* Linear probing; NULL if absent (or, to insert, if the table is full). */
 static struct huge *huge_find(uintptr_t addr, bool insert)
 {
-	unsigned int i = (unsigned int)((addr >> 12) * 2654435761U) & (HUGE_SLOTS - 1);
-	struct huge *tomb = NULL;
+	unsigned int i = huge_slot(addr);
 
 	if (!huge_table) {
 		void *t = mmap(NULL, HUGE_SLOTS * sizeof(struct huge),
@@ -100,12 +105,35 @@ static struct huge *huge_find(uintptr_t addr, bool insert)
 
 		if (h->addr == addr)
 			return h;
-		if (h->addr == 1 && !tomb)
-			tomb = h;
 		if (h->addr == 0)
-			return insert ? (tomb ? tomb : h) : NULL;
+			return insert ? h : NULL;
 	}
-	return insert ? tomb : NULL;
+	return NULL;
+}
+
+/*
+ * Remove an entry without leaving a tombstone (tombstones only ever add
+ * up, until every insert scans the whole table): move back each later
+ * entry of the run whose home slot does not lie between the hole and it.
+ */
+static void huge_remove(struct huge *h)
+{
+	unsigned int hole = (unsigned int)(h - huge_table), j = hole;
+
+	for (;;) {
+		unsigned int home;
+
+		j = (j + 1) & (HUGE_SLOTS - 1);
+		if (!huge_table[j].addr)
+			break;
+		home = huge_slot(huge_table[j].addr);
+		if (((j - home) & (HUGE_SLOTS - 1)) >=
+		    ((j - hole) & (HUGE_SLOTS - 1))) {
+			huge_table[hole] = huge_table[j];
+			hole = j;
+		}
+	}
+	huge_table[hole].addr = 0;
 }
 
 static void *huge_alloc(size_t size, size_t align)
@@ -118,6 +146,8 @@ static void *huge_alloc(size_t size, size_t align)
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (!size)
+		size = 1;	/* a unique block of its own, as malloc(0) */
 	len = ALIGN(size, PAGE_SIZE) + extra;
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		 -1, 0);
@@ -149,6 +179,22 @@ static void *huge_alloc(size_t size, size_t align)
 	return start;
 }
 
+/* Called by init.c's fork handlers, before and after every other lock. */
+void malloc_fork_prepare(void)
+{
+	slub_lock(&huge_lock);
+}
+
+void malloc_fork_parent(void)
+{
+	slub_unlock(&huge_lock);
+}
+
+void malloc_fork_child(void)
+{
+	slub_lock_init(&huge_lock);
+}
+
 /* Size of a huge allocation, 0 if p is not one; removes it if unmap. */
 static size_t huge_lookup(const void *p, bool unmap)
 {
@@ -160,7 +206,7 @@ static size_t huge_lookup(const void *p, bool unmap)
 	if (h) {
 		size = h->size;
 		if (unmap)
-			h->addr = 1;
+			huge_remove(h);
 	}
 	slub_unlock(&huge_lock);
 	if (h && unmap)
@@ -300,26 +346,27 @@ static void *slub_realloc(void *p, size_t size, const void *caller)
 	if (size <= old && size >= old / 2)
 		return p;
 	if (old > MAX_PAGES_SIZE && size > MAX_PAGES_SIZE && !in_arena(p)) {
-		n = mremap(p, old, ALIGN(size, PAGE_SIZE), MREMAP_MAYMOVE);
-		if (n != MAP_FAILED) {
-			slub_lock(&huge_lock);
-			huge_find((uintptr_t)p, false)->addr = 1;
-			slub_unlock(&huge_lock);
-			/* Re-register under the new address and length. */
-			slub_lock(&huge_lock);
-			struct huge *h = huge_find((uintptr_t)n, true);
+		size_t len = ALIGN(size, PAGE_SIZE);
+		struct huge *h;
 
-			if (h) {
-				h->addr = (uintptr_t)n;
-				h->size = ALIGN(size, PAGE_SIZE);
-			}
-			slub_unlock(&huge_lock);
-			if (h)
-				return n;
-			munmap(n, ALIGN(size, PAGE_SIZE));
-			errno = ENOMEM;
-			return NULL;
+		/*
+		 * Under huge_lock from mremap to the new entry: once p's range
+		 * is unmapped another thread's mmap can return it, and its
+		 * huge_alloc() must not meet p's entry still there. Removing
+		 * p's entry frees a slot, so the insert cannot fail.
+		 */
+		slub_lock(&huge_lock);
+		h = huge_find((uintptr_t)p, false);
+		n = h ? mremap(p, old, len, MREMAP_MAYMOVE) : MAP_FAILED;
+		if (n != MAP_FAILED) {
+			huge_remove(h);
+			h = huge_find((uintptr_t)n, true);
+			h->addr = (uintptr_t)n;
+			h->size = len;
 		}
+		slub_unlock(&huge_lock);
+		if (n != MAP_FAILED)
+			return n;
 	}
 	n = slub_malloc(size, GFP_KERNEL);
 	if (!n)
@@ -408,13 +455,18 @@ MALLOC_API void *aligned_alloc(size_t align, size_t size)
 	return slub_aligned(align, size);
 }
 
+/* glibc: any alignment; one that is not a power of two is rounded up. */
 MALLOC_API void *memalign(size_t align, size_t size)
 {
-	if (!power_of_two(align)) {
+	size_t a = MIN_MALLOC;
+
+	if (align > SIZE_MAX / 2 + 1) {
 		errno = EINVAL;
 		return NULL;
 	}
-	return slub_aligned(align, size);
+	while (a < align)
+		a <<= 1;
+	return slub_aligned(a, size);
 }
 
 MALLOC_API void *valloc(size_t size)

@@ -1,0 +1,352 @@
+#!/bin/sh
+# Real programs on libslub-malloc.so through LD_PRELOAD. Each one runs
+# twice, under the preload and without it, and the two outputs must be the
+# same (and right on their own: known counts, git's fsck, sqlite's
+# integrity check). Every preloaded run has SLUB_STATS=1, so its report on
+# stderr proves that libslub's malloc was the one running; stderr must
+# carry no "BUG" report.
+#
+#   malloc_programs.sh LIBSLUB_MALLOC_SO MALLOC_THREADS
+#
+# python3 and perl are required (a missing one is a failure); sqlite3 and
+# git are skipped with a message when missing (scripts/deps.sh test
+# installs all four as root).
+set -u
+lib=$1
+threads=$2
+tmp=$(mktemp -d)
+# MALLOC_PROGRAMS_KEEP=1 keeps the files for a look afterwards.
+[ -n "${MALLOC_PROGRAMS_KEEP:-}" ] && echo "files in $tmp" ||
+	trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+skipped=0
+
+case $lib in /*) ;; *) lib=$(pwd)/$lib ;; esac
+if [ ! -f "$lib" ]; then
+	echo "malloc_programs: no $lib"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+pass() {
+	passed=$((passed + 1))
+	echo "ok: $1"
+}
+
+# fail WHAT [FILE...]: the last lines of each file say why.
+fail() {
+	failed=$((failed + 1))
+	echo "FAILED: $1"
+	shift
+	for f in "$@"; do
+		[ -s "$f" ] || continue
+		echo "  --- $(basename "$f"):"
+		tail -n 15 "$f" | sed 's/^/  | /'
+	done
+}
+
+skip() {
+	skipped=$((skipped + 1))
+	echo "skipped: $1"
+}
+
+# The first of the names that is an executable.
+find_prog() {
+	for p in "$@"; do
+		case $p in
+		/*) [ -x "$p" ] && { echo "$p"; return 0; } ;;
+		*) command -v "$p" 2>/dev/null && return 0 ;;
+		esac
+	done
+	return 1
+}
+
+# pre NAME CMD...: CMD under the preload with SLUB_STATS=1; stdout and
+# stderr in $tmp/NAME.pre.out and .err, the exit status in $tmp/NAME.pre.rc.
+pre() {
+	p_n=$1
+	shift
+	LD_PRELOAD=$lib SLUB_STATS=1 timeout 100 "$@" \
+		>"$tmp/$p_n.pre.out" 2>"$tmp/$p_n.pre.err"
+	echo $? >"$tmp/$p_n.pre.rc"
+}
+
+# ctl NAME CMD...: the same without the preload (the control).
+ctl() {
+	p_n=$1
+	shift
+	env -u LD_PRELOAD timeout 100 "$@" >"$tmp/$p_n.ctl.out" 2>"$tmp/$p_n.ctl.err"
+	echo $? >"$tmp/$p_n.ctl.rc"
+}
+
+# judge NAME WHAT COMM: both runs exited 0 with the same output; the
+# preloaded one printed libslub's report for COMM and no BUG. Says why and
+# counts a failure if not; the caller counts the pass (see expect).
+judge() {
+	j_what=$2
+	j_comm=$3
+	o_=$tmp/$1
+	if [ "$(cat "$o_.ctl.rc")" != 0 ]; then
+		fail "$j_what: exit status $(cat "$o_.ctl.rc") without the preload" \
+			"$o_.ctl.out" "$o_.ctl.err"
+	elif [ "$(cat "$o_.pre.rc")" != 0 ]; then
+		fail "$j_what: exit status $(cat "$o_.pre.rc") under the preload" \
+			"$o_.pre.out" "$o_.pre.err"
+	elif ! cmp -s "$o_.pre.out" "$o_.ctl.out"; then
+		diff "$o_.ctl.out" "$o_.pre.out" >"$o_.diff"
+		fail "$j_what: output differs from the run without the preload" \
+			"$o_.diff"
+	elif ! grep -q "^libslub: SLUB_STATS report for $j_comm\$" "$o_.pre.err"; then
+		fail "$j_what: no SLUB_STATS report for $j_comm (was it preloaded?)" \
+			"$o_.pre.err"
+	elif grep -q "BUG" "$o_.pre.err"; then
+		fail "$j_what: libslub reported a BUG" "$o_.pre.err"
+	else
+		return 0
+	fi
+	return 1
+}
+
+# expect WHAT FILE CMD...: after judge, pass if CMD succeeds, else fail.
+expect() {
+	e_what=$1
+	e_file=$2
+	shift 2
+	if "$@"; then
+		pass "$e_what"
+	else
+		fail "$e_what: the output is wrong" "$e_file"
+	fi
+}
+
+# ---- python3: json round trip, sorting, threads -----------------------------
+
+cat >"$tmp/work.py" <<'PY'
+import hashlib, json, random, sys, threading
+
+random.seed(12345)
+data = [{"id": i, "name": "item%06d" % i,
+         "tags": ["abcdefgh"[random.randrange(8)] * random.randint(1, 40)
+                  for _ in range(random.randint(0, 6))],
+         "value": random.random() * 1e6,
+         "nested": {"k%d" % j: list(range(j * 3)) for j in range(i % 7)}}
+        for i in range(40000)]
+s = json.dumps(data, sort_keys=True)
+back = json.loads(s)
+assert back == data, "json round trip"
+back.sort(key=lambda d: (d["value"], d["id"]))
+print(len(s), hashlib.sha256(s.encode()).hexdigest())
+print(hashlib.sha256(json.dumps(back).encode()).hexdigest())
+words = sorted("%x" % (i * 2654435761 % 1000003) for i in range(200000))
+print(words[0], words[-1], len(set(words)))
+
+# Blocks made in one thread and freed in another.
+out = [None] * 8
+def worker(k):
+    out[k] = ["%d-%s" % (i, "x" * (i % 300)) for i in range(k, 30000, 8)]
+ts = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(sum(len(x) for lst in out for x in lst))
+del out
+big = [bytes(range(256)) * (i % 64 + 1) for i in range(20000)]
+print(sum(map(len, big)), hashlib.sha256(b"".join(big[::97])).hexdigest())
+PY
+
+python=$(find_prog /usr/bin/python3 python3) || python=
+if [ -z "$python" ]; then
+	fail "python3: not installed (scripts/deps.sh test installs it)"
+else
+	pre py "$python" "$tmp/work.py"
+	ctl py "$python" "$tmp/work.py"
+	w="python3: json round trip, sort, threads"
+	judge py "$w" python3 &&
+		expect "$w" "$tmp/py.pre.out" \
+			grep -q '^[0-9]* [0-9a-f]\{64\}$' "$tmp/py.pre.out"
+	# The library is mapped into the interpreter.
+	LD_PRELOAD=$lib "$python" -c \
+		"print('libslub-malloc' in open('/proc/self/maps').read())" \
+		>"$tmp/maps.out" 2>&1
+	if [ "$(cat "$tmp/maps.out")" = True ]; then
+		pass "python3: libslub-malloc in /proc/self/maps"
+	else
+		fail "python3: libslub-malloc not in /proc/self/maps" "$tmp/maps.out"
+	fi
+fi
+
+# ---- perl: a hash of 100k entries ----------------------------------------------
+
+cat >"$tmp/work.pl" <<'PL'
+use strict;
+use warnings;
+my %h;
+for my $i (1 .. 100000) {
+	$h{"key$i"} = join(",", map { $_ * $i } 1 .. 5) . ("z" x ($i % 97));
+}
+delete $h{"key$_"} for grep { $_ % 3 == 0 } 1 .. 100000;
+$h{"re$_"} = scalar reverse($h{"key$_"}) for grep { $_ % 3 } 1 .. 20000;
+my @k = sort keys %h;
+my $sum = 0;
+$sum += length($h{$_}) for @k;
+my $all = join(";", map { "$_=$h{$_}" } @k);
+my @parts = split /;/, $all;
+my @m = grep { /^key\d+5=/ } @parts;
+printf "%d %d %s %s %d %d\n", scalar(@k), $sum, $k[0], $k[-1],
+	scalar(@parts), scalar(@m);
+print unpack("%32C*", $all), "\n";
+PL
+
+perl=$(find_prog perl) || perl=
+if [ -z "$perl" ]; then
+	fail "perl: not installed (scripts/deps.sh test installs it)"
+else
+	pre pl "$perl" "$tmp/work.pl"
+	ctl pl "$perl" "$tmp/work.pl"
+	# 66667 keys survive the deletes, plus 13334 reversed ones.
+	judge pl "perl: hash of 100k entries" perl &&
+		expect "perl: hash of 100k entries" "$tmp/pl.pre.out" \
+			grep -q '^80001 ' "$tmp/pl.pre.out"
+fi
+
+# ---- sqlite3: a few thousand statements --------------------------------------------
+
+awk 'BEGIN {
+	print "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, grp INTEGER,";
+	print "  val REAL, pad BLOB);";
+	print "BEGIN;";
+	for (i = 1; i <= 5000; i++)
+		printf "INSERT INTO t VALUES(%d, %c%s-%d%c, %d, %d.%d, zeroblob(%d));\n",
+			i, 39, substr("abcdefghijklmnopqrstuvwxyz", i % 26 + 1, 1 + i % 17),
+			i, 39, i % 13, (i * 7919) % 100000, i % 10, (i * 31) % 2000;
+	print "COMMIT;";
+	print "CREATE INDEX t_grp ON t(grp, val);";
+	print "UPDATE t SET val = val * 2 WHERE grp = 3;";
+	print "DELETE FROM t WHERE id % 7 = 0;";
+	print "SELECT count(*), sum(grp), printf(\047%.1f\047, sum(val)), sum(length(pad)) FROM t;";
+	print "SELECT grp, count(*), max(length(name)), printf(\047%.1f\047, avg(val)) FROM t GROUP BY grp ORDER BY grp;";
+	print "SELECT id, name FROM t ORDER BY val DESC, id LIMIT 5;";
+	print "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000)";
+	print "  SELECT count(*), sum(x), group_concat(x, \047\047) IS NOT NULL FROM c;";
+	print "SELECT count(*) FROM t a JOIN t b ON a.grp = b.grp AND a.id < b.id WHERE a.id < 400;";
+	print "PRAGMA integrity_check;";
+}' >"$tmp/work.sql"
+
+sql_ok() {
+	grep -q '^4286|' "$1" && [ "$(tail -n 1 "$1")" = ok ]
+}
+
+sqlite=$(find_prog sqlite3) || sqlite=
+if [ -z "$sqlite" ]; then
+	skip "sqlite3: not installed (scripts/deps.sh test installs it as root)"
+else
+	pre sql "$sqlite" -bail "$tmp/pre.db" ".read $tmp/work.sql"
+	ctl sql "$sqlite" -bail "$tmp/ctl.db" ".read $tmp/work.sql"
+	# 5000 rows less the 714 multiples of 7; the check says ok.
+	w="sqlite3: $(grep -c ';' "$tmp/work.sql") statements"
+	judge sql "$w" sqlite3 &&
+		expect "$w" "$tmp/sql.pre.out" sql_ok "$tmp/sql.pre.out"
+fi
+
+# ---- git: init, add, commit, gc and fsck on a generated tree ---------------------
+
+# make_tree DIR: 200 files in 10 directories, the same every time.
+make_tree() {
+	awk -v dir="$1" 'BEGIN {
+		for (d = 0; d < 10; d++) {
+			system("mkdir -p " dir "/d" d);
+			for (f = 0; f < 20; f++) {
+				n = d * 20 + f;
+				file = dir "/d" d "/f" f ".txt";
+				for (l = 0; l < (n * 37) % 400 + 1; l++)
+					printf "%d/%d line %d: %s\n", d, f, l,
+						substr("the quick brown fox jumps over the lazy dog", 1 + l % 20) > file;
+				close(file);
+			}
+		}
+	}'
+}
+
+# git_work DIR: two commits, a gc, then what to compare. Runs as one
+# shell so that every git it starts inherits the preload (or not).
+cat >"$tmp/git_work.sh" <<'SH'
+set -e
+cd "$1"
+git init -q -b main .
+git add .
+git commit -q -m "a tree of 200 files"
+for n in 3 17 42 99 150; do rm "d$((n / 20))/f$((n % 20)).txt"; done
+for n in 1 2 3 4 5; do echo "new file $n" > "d$n/new$n.txt"; done
+for d in 0 1 2 3; do for f in 5 6 7 8 9; do echo "changed" >> "d$d/f$f.txt"; done; done
+git add -A
+git commit -q -m "change 20, remove 5, add 5"
+git gc -q
+git fsck --full --strict
+echo "fsck: ok"
+echo "status: [$(git status --porcelain)]"
+git rev-parse HEAD HEAD~1
+git log --stat
+git count-objects -v | grep -v size
+SH
+
+# 200 files in the first commit, a clean tree, everything packed, and
+# nothing wrong that fsck would say.
+git_ok() {
+	grep -q '^fsck: ok$' "$1" && grep -q '200 files changed' "$1" &&
+		grep -q '^status: \[\]$' "$1" &&
+		grep -q '^count: 0$' "$1" &&
+		! grep -qi 'error\|missing\|broken\|dangling' "$1"
+}
+
+git=$(find_prog git) || git=
+if [ -z "$git" ]; then
+	skip "git: not installed (scripts/deps.sh test installs it as root)"
+else
+	mkdir -p "$tmp/gpre" "$tmp/gctl" "$tmp/home"
+	make_tree "$tmp/gpre"
+	make_tree "$tmp/gctl"
+	export HOME="$tmp/home" GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \
+		GIT_AUTHOR_NAME=libslub GIT_AUTHOR_EMAIL=libslub@example.org \
+		GIT_COMMITTER_NAME=libslub GIT_COMMITTER_EMAIL=libslub@example.org \
+		GIT_AUTHOR_DATE="2024-01-01T00:00:00Z" \
+		GIT_COMMITTER_DATE="2024-01-01T00:00:00Z"
+	pre git sh "$tmp/git_work.sh" "$tmp/gpre"
+	ctl git sh "$tmp/git_work.sh" "$tmp/gctl"
+	o=$tmp/git.pre.out
+	w="git: 2 commits of 200 files, gc, fsck"
+	judge git "$w" git && expect "$w" "$o" git_ok "$o"
+fi
+
+# ---- A threaded C program, cross-thread frees --------------------------------------
+
+# The report: its header, then kmalloc-64 with allocations counted.
+stats_ok() {
+	grep -q '^Name  *Objects  *Objsize' "$1" &&
+		awk '$1 == "kmalloc-64" && $8 > 0 { ok = 1 } END { exit !ok }' "$1"
+}
+
+if [ ! -x "$threads" ]; then
+	fail "malloc_threads: no $threads"
+else
+	pre thr "$threads" --expect-slub
+	ctl thr "$threads"
+	judge thr "malloc_threads: 16 threads" malloc_threads &&
+		expect "malloc_threads: 16 threads, SLUB_STATS report" \
+			"$tmp/thr.pre.err" stats_ok "$tmp/thr.pre.err"
+	# Fallback mode, and no report without SLUB_STATS.
+	LD_PRELOAD=$lib SLUB_RSEQ=0 timeout 100 "$threads" --expect-slub \
+		>"$tmp/thr0.out" 2>"$tmp/thr0.err"
+	rc=$?
+	if [ $rc != 0 ] || ! cmp -s "$tmp/thr0.out" "$tmp/thr.ctl.out"; then
+		fail "malloc_threads: SLUB_RSEQ=0: exit status $rc" \
+			"$tmp/thr0.out" "$tmp/thr0.err"
+	elif grep -q 'SLUB_STATS\|BUG' "$tmp/thr0.err"; then
+		fail "malloc_threads: SLUB_RSEQ=0: unexpected report" "$tmp/thr0.err"
+	else
+		pass "malloc_threads: fallback mode, no report unasked"
+	fi
+fi
+
+[ $skipped = 0 ] || echo "$skipped skipped"
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]

@@ -1,0 +1,1254 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The C allocation API of libslub-malloc, linked statically: malloc in this
+ * program (and in libc, which calls it through its PLT) is libslub's.
+ * glibc's semantics case by case: alignment, malloc(0), realloc's corner
+ * cases, errno, calloc's zeroing and overflow, the aligned allocators,
+ * malloc_usable_size, free_sized, huge (mmap'd) blocks, and what free()
+ * does with a pointer that is not its own or is free already.
+ *
+ * The main thread stays on one CPU, so that a freed object is the next one
+ * its size class hands out: "it was freed" can then be checked by getting
+ * it back, in rseq and in fallback mode alike.
+ *
+ * Built with -fno-builtin: the compiler must not fold what it assumes about
+ * malloc (its alignment, that a malloc/free pair can go) into the checks.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+#include "page_alloc.h"
+#include "test.h"
+
+/* C23; glibc 2.36 does not declare them yet. */
+void free_sized(void *p, size_t size);
+void free_aligned_sized(void *p, size_t align, size_t size);
+
+#define KiB		1024UL
+#define MiB		(1024UL * 1024)
+#define PAGE		SLUB_PAGE_SIZE
+#define BLOCK_MAX	(PAGE << MAX_PAGE_ORDER)	/* largest page block */
+#define NR_SMALL	9000
+#define CHILD_TIMEOUT	10
+
+/* Hide a pointer or a size from the compiler's malloc knowledge. */
+static void *hide(void *p)
+{
+	__asm__ volatile("" : "+r"(p));
+	return p;
+}
+
+static size_t hide_size(size_t n)
+{
+	__asm__ volatile("" : "+r"(n));
+	return n;
+}
+
+static inline unsigned char pat(size_t i, unsigned int seed)
+{
+	return (unsigned char)(i * 131 + seed * 7 + (i >> 8) + 1);
+}
+
+static void fill(void *p, size_t n, unsigned int seed)
+{
+	unsigned char *c = p;
+
+	for (size_t i = 0; i < n; i++)
+		c[i] = pat(i, seed);
+}
+
+/* Index of the first byte that is not the pattern, or n. */
+static size_t check_fill(const void *p, size_t n, unsigned int seed)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (c[i] != pat(i, seed))
+			return i;
+	return n;
+}
+
+static bool all_bytes(const void *p, size_t n, unsigned char v)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (c[i] != v)
+			return false;
+	return true;
+}
+
+static bool aligned(const void *p, size_t align)
+{
+	return ((uintptr_t)p & (align - 1)) == 0;
+}
+
+/* Whether [p, p + len) is mapped at all (msync fails with ENOMEM if not). */
+static bool mapped(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p & ~(PAGE - 1);
+
+	return msync((void *)a, len + ((uintptr_t)p - a), MS_ASYNC) == 0;
+}
+
+/* Allocations and frees a kmalloc cache has counted (statistics builds). */
+static long long cache_allocs(const char *cache)
+{
+	return slab_num(cache, "alloc_fastpath") + slab_num(cache, "alloc_slowpath");
+}
+
+static long long cache_frees(const char *cache)
+{
+	return slab_num(cache, "free_fastpath") + slab_num(cache, "free_slowpath");
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sort n pointers; true if no two are equal. */
+static bool distinct(uintptr_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_ptr);
+	for (size_t i = 1; i < n; i++)
+		if (v[i] == v[i - 1])
+			return false;
+	return true;
+}
+
+struct free_arg {
+	void *p;
+	void *ret;
+};
+
+static void do_free(void *arg)
+{
+	free(((struct free_arg *)arg)->p);
+}
+
+/* ---- This program's malloc is libslub's ----------------------------------- */
+
+static void test_interposed(void)
+{
+	void *sym = dlsym(RTLD_DEFAULT, "malloc");
+	Dl_info self, info;
+	char *s;
+	void *p;
+
+	/* malloc resolves to this executable, not to libc. */
+	CHECK(dladdr((void *)test_interposed, &self) && dladdr(sym, &info));
+	CHECK(info.dli_fbase == self.dli_fbase);
+	/* A kmalloc object: ksize() knows it (0 for anything else). */
+	p = malloc(hide_size(100));
+	CHECK_EQ(ksize(p), 128);
+	free(p);
+	/* libc's own allocations come here too. */
+	s = strdup("libslub");
+	CHECK_EQ(ksize(s), 16);
+	free(s);
+}
+
+/* ---- Alignment and sizes ------------------------------------------------- */
+
+/*
+ * Every size from 1 to NR_SMALL at once: 16-byte aligned, usable size at
+ * least what was asked, and no two overlap (each keeps its own pattern
+ * while all are live).
+ */
+static void test_alignment_small(void)
+{
+	static unsigned char *p[NR_SMALL + 1];
+	int misaligned = 0, short_usable = 0, overlap = 0, nulls = 0;
+
+	for (size_t n = 1; n <= NR_SMALL; n++) {
+		p[n] = malloc(hide_size(n));
+		if (!p[n]) {
+			nulls++;
+			continue;
+		}
+		misaligned += !aligned(p[n], 16);
+		short_usable += malloc_usable_size(p[n]) < n;
+		fill(p[n], n, (unsigned int)n);
+	}
+	for (size_t n = 1; n <= NR_SMALL; n++) {
+		if (p[n])
+			overlap += check_fill(p[n], n, (unsigned int)n) != n;
+		free(p[n]);
+	}
+	CHECK_EQ(nulls, 0);
+	CHECK_EQ(misaligned, 0);
+	CHECK_EQ(short_usable, 0);
+	CHECK_EQ(overlap, 0);
+}
+
+static void test_alignment_large(void)
+{
+	static const size_t sizes[] = {
+		8193, 9001, 12288, 65537, 1 * MiB, BLOCK_MAX - 1, BLOCK_MAX,
+		BLOCK_MAX + 1, 5 * MiB, 33 * MiB + 5,
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		size_t n = sizes[i];
+		unsigned char *p = malloc(hide_size(n));
+
+		CHECK(p != NULL);
+		if (!p)
+			continue;
+		CHECK(aligned(p, 16));
+		CHECK(malloc_usable_size(p) >= n);
+		/* The first, the last asked for, the last usable byte. */
+		p[0] = 1;
+		p[malloc_usable_size(p) - 1] = 3;
+		p[n - 1] = 2;
+		CHECK(p[0] == 1 && p[n - 1] == 2);
+		free(p);
+	}
+}
+
+/* malloc(0): a unique pointer every time, each one freeable. */
+static void test_malloc_zero(void)
+{
+	enum { NR = 1000 };
+	static uintptr_t v[NR];
+	void *p[NR];
+	int nulls = 0;
+
+	for (int i = 0; i < NR; i++) {
+		p[i] = malloc(hide_size(0));
+		nulls += !p[i];
+		v[i] = (uintptr_t)p[i];
+	}
+	CHECK_EQ(nulls, 0);
+	CHECK(distinct(v, NR));
+	CHECK(aligned(p[0], 16));
+	for (int i = 0; i < NR; i++)
+		free(p[i]);
+	/* They were freed: the last one freed is the next one handed out. */
+	p[0] = malloc(hide_size(0));
+	CHECK(p[0] == p[NR - 1]);
+	free(p[0]);
+}
+
+/* ---- realloc ------------------------------------------------------------- */
+
+static void test_realloc_null(void)
+{
+	void *a = realloc(NULL, hide_size(100));
+	void *b = malloc(hide_size(100));
+	void *z = realloc(NULL, hide_size(0));
+
+	CHECK(a && b && a != b);
+	CHECK(aligned(a, 16));
+	CHECK_EQ(malloc_usable_size(a), malloc_usable_size(b));
+	/* realloc(NULL, 0) is malloc(0): not NULL. */
+	CHECK(z != NULL && z != a && z != b);
+	free(a);
+	free(b);
+	free(z);
+	/* Huge and page-block sizes too. */
+	a = realloc(NULL, hide_size(5 * MiB));
+	b = realloc(NULL, hide_size(100 * KiB));
+	CHECK(a && b);
+	CHECK(malloc_usable_size(a) >= 5 * MiB && malloc_usable_size(b) >= 100 * KiB);
+	free(a);
+	free(b);
+}
+
+/* realloc(p, 0) frees p and returns NULL, as glibc does. */
+static void test_realloc_zero(void)
+{
+	uintptr_t old;
+	void *p;
+
+	/* A slab object: it is the next one its cache hands out. */
+	p = malloc(hide_size(200));
+	old = (uintptr_t)p;
+	errno = 0;
+	CHECK(realloc(p, hide_size(0)) == NULL);
+	CHECK_EQ(errno, 0);
+	p = malloc(hide_size(200));
+	CHECK((uintptr_t)p == old);
+	free(p);
+
+	/* A page block: no longer a live block afterwards. */
+	p = malloc(hide_size(100 * KiB));
+	old = (uintptr_t)p;
+	CHECK(ksize(p) >= 100 * KiB);
+	CHECK(realloc(p, hide_size(0)) == NULL);
+	CHECK_EQ(ksize((void *)old), 0);
+
+	/* A huge block: unmapped. */
+	p = malloc(hide_size(6 * MiB));
+	old = (uintptr_t)p;
+	memset(p, 1, 6 * MiB);
+	CHECK(realloc(p, hide_size(0)) == NULL);
+	CHECK(!mapped((void *)old, PAGE));
+}
+
+/*
+ * A chain of sizes through every kind of block (slab, page block, huge,
+ * huge again by mremap, and back down): every step keeps the first
+ * min(old, new) bytes.
+ */
+static void test_realloc_contents(void)
+{
+	static const size_t chain[] = {
+		1, 10, 16, 17, 100, 96, 192, 1000, 5000, 8192, 9000, 70000,
+		1 * MiB, BLOCK_MAX, BLOCK_MAX + 1, 5 * MiB, 20 * MiB, 21 * MiB,
+		9 * MiB, 6 * MiB, 3 * MiB, 100000, 5000, 4000, 100, 10, 1,
+	};
+	size_t old = 0;
+	unsigned char *p = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(chain); i++) {
+		size_t n = chain[i], keep = old < n ? old : n;
+		unsigned char *q = realloc(p, hide_size(n));
+
+		CHECK(q != NULL);
+		if (!q) {
+			free(p);
+			return;
+		}
+		if (check_fill(q, keep, (unsigned int)i) != keep) {
+			fprintf(stderr, "realloc %zu -> %zu: byte %zu lost\n",
+				old, n, check_fill(q, keep, (unsigned int)i));
+			CHECK(0);
+		}
+		CHECK(malloc_usable_size(q) >= n);
+		CHECK(aligned(q, 16));
+		fill(q, n, (unsigned int)i + 1);
+		p = q;
+		old = n;
+	}
+	free(p);
+}
+
+/* Shrinking a huge block far down moves it into a slab, contents intact. */
+static void test_realloc_shrink(void)
+{
+	unsigned char *p = malloc(hide_size(8 * MiB)), *q;
+	uintptr_t old = (uintptr_t)p;
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	fill(p, 8 * MiB, 5);
+	q = realloc(p, hide_size(40));
+	CHECK(q != NULL);
+	CHECK_EQ(check_fill(q, 40, 5), 40);
+	CHECK_EQ(ksize(q), 64);		/* now a kmalloc-64 object */
+	CHECK(!mapped((void *)old, PAGE));
+	/* A slab object shrunk to less than half moves to a smaller cache. */
+	q = realloc(q, hide_size(8));
+	CHECK(q != NULL);
+	CHECK_EQ(check_fill(q, 8, 5), 8);
+	CHECK_EQ(malloc_usable_size(q), 16);
+	/* ... and grown within its usable size it stays where it is. */
+	p = realloc(q, hide_size(12));
+	CHECK(p == q);
+	free(p);
+}
+
+/* ---- errno and failures -------------------------------------------------- */
+
+static void test_enomem(void)
+{
+	size_t huge = hide_size(SIZE_MAX / 2), max = hide_size(SIZE_MAX);
+	void *p, *q;
+	int r;
+
+	errno = 0;
+	CHECK(malloc(huge) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	errno = 0;
+	CHECK(malloc(max) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	errno = 0;
+	CHECK(malloc(max - PAGE + 1) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	errno = 0;
+	CHECK(calloc(1, huge) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+
+	/* A failed realloc leaves the block alone. */
+	p = malloc(hide_size(300));
+	fill(p, 300, 9);
+	errno = 0;
+	CHECK(realloc(p, huge) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	CHECK_EQ(check_fill(p, 300, 9), 300);
+	CHECK(ksize(p) == 512);
+	free(p);
+	p = malloc(hide_size(7 * MiB));	/* huge: the mremap path */
+	fill(p, 4096, 10);
+	errno = 0;
+	CHECK(realloc(p, huge) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	CHECK_EQ(check_fill(p, 4096, 10), 4096);
+	CHECK(malloc_usable_size(p) >= 7 * MiB);
+	free(p);
+
+	errno = 0;
+	CHECK(aligned_alloc(64, huge) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	errno = 0;
+	CHECK(memalign(8 * MiB, huge) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	errno = 0;
+	CHECK(valloc(huge) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	errno = 0;
+	CHECK(pvalloc(max) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	q = (void *)0x1234;
+	r = posix_memalign(&q, 64, huge);
+	CHECK_EQ(r, ENOMEM);
+	CHECK(q == (void *)0x1234);
+	r = posix_memalign(&q, 4 * MiB, max);
+	CHECK_EQ(r, ENOMEM);
+	CHECK(q == (void *)0x1234);
+}
+
+/* ---- calloc and reallocarray --------------------------------------------- */
+
+/*
+ * calloc zeroes even a block that comes back dirty: the same size is
+ * allocated, filled with 0xff and freed, then calloc'd. For slab sizes the
+ * block calloc returns must be that very one (this thread is on one CPU),
+ * so the zeroing is what is being tested.
+ */
+static void test_calloc_zeroes(void)
+{
+	static const size_t sizes[] = {
+		1, 8, 16, 24, 40, 96, 100, 128, 192, 1000, 4096, 8000, 8192,
+		9000, 65536, 1 * MiB, BLOCK_MAX, 6 * MiB,
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		size_t n = sizes[i];
+		unsigned char *p = malloc(hide_size(n)), *q;
+		uintptr_t old = (uintptr_t)p;
+
+		CHECK(p != NULL);
+		if (!p)
+			continue;
+		memset(p, 0xff, malloc_usable_size(p));
+		free(p);
+		q = calloc(1, hide_size(n));
+		CHECK(q != NULL);
+		if (!q)
+			continue;
+		if (n <= 8192)
+			CHECK((uintptr_t)q == old);
+		if (!all_bytes(q, n, 0)) {
+			fprintf(stderr, "calloc(1, %zu): not zeroed\n", n);
+			CHECK(0);
+		}
+		free(q);
+	}
+}
+
+/* Many dirty objects at once, then as many calloc'd: all zero. */
+static void test_calloc_many(void)
+{
+	enum { NR = 2000 };
+	static void *p[NR];
+	int dirty = 0;
+
+	for (int i = 0; i < NR; i++) {
+		p[i] = malloc(hide_size(48));
+		memset(p[i], 0xa5, 48);
+	}
+	for (int i = 0; i < NR; i++)
+		free(p[i]);
+	for (int i = 0; i < NR; i++) {
+		p[i] = calloc(hide_size(6), hide_size(8));
+		dirty += !p[i] || !all_bytes(p[i], 48, 0);
+	}
+	for (int i = 0; i < NR; i++)
+		free(p[i]);
+	CHECK_EQ(dirty, 0);
+}
+
+static void test_calloc_overflow(void)
+{
+	size_t half = hide_size(SIZE_MAX / 2 + 1);
+	void *p;
+
+	errno = 0;
+	CHECK(calloc(half, 2) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	errno = 0;
+	CHECK(calloc(hide_size(1UL << 33), hide_size(1UL << 33)) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	errno = 0;
+	CHECK(calloc(hide_size(SIZE_MAX), hide_size(SIZE_MAX)) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	/* calloc(0, n) and calloc(n, 0): unique pointers, as malloc(0). */
+	p = calloc(0, hide_size(10));
+	CHECK(p != NULL);
+	free(p);
+	p = calloc(hide_size(10), 0);
+	CHECK(p != NULL);
+	free(p);
+}
+
+static void test_reallocarray(void)
+{
+	size_t half = hide_size(SIZE_MAX / 2 + 1);
+	int *p = reallocarray(NULL, hide_size(10), sizeof(int)), *q;
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	for (int i = 0; i < 10; i++)
+		p[i] = i * i;
+	errno = 0;
+	CHECK(reallocarray(hide(p), half, 2) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	errno = 0;
+	CHECK(reallocarray(hide(p), hide_size(SIZE_MAX), sizeof(int)) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	/* p survives the failures. */
+	CHECK(p[9] == 81);
+	q = reallocarray(p, hide_size(3000), sizeof(int));
+	CHECK(q != NULL);
+	if (!q) {
+		free(p);
+		return;
+	}
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ(q[i], i * i);
+	CHECK(malloc_usable_size(q) >= 3000 * sizeof(int));
+	free(q);
+}
+
+/* ---- Aligned allocation -------------------------------------------------- */
+
+/* free(p) of what an aligned allocator returned: no report. */
+static void check_silent_free(void *p, size_t align, size_t n)
+{
+	struct free_arg a = { .p = p };
+	char out[1024];
+
+	capture_stderr(do_free, &a, out, sizeof(out));
+	if (out[0]) {
+		fprintf(stderr, "free() of an allocation aligned to %zu of size "
+			"%zu: '%s'\n", align, n, out);
+		CHECK(0);
+	}
+}
+
+static void test_posix_memalign_einval(void)
+{
+	static const size_t bad[] = {
+		0, 1, 2, 3, 4, 12, 24, 48, 100, 4097, 3 * MiB, SIZE_MAX,
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		void *out = (void *)0x5a5a;
+		int r;
+
+		errno = 0;
+		r = posix_memalign(&out, hide_size(bad[i]), 64);
+		if (r != EINVAL)
+			fprintf(stderr, "posix_memalign(align %zu): %d\n", bad[i], r);
+		CHECK_EQ(r, EINVAL);
+		CHECK(out == (void *)0x5a5a);
+		/* posix_memalign reports in its return value, not errno. */
+		CHECK_EQ(errno, 0);
+	}
+}
+
+/* Every power of two from 8 to 8 MiB, with sizes around it. */
+static void test_posix_memalign(void)
+{
+	for (size_t align = 8; align <= 8 * MiB; align <<= 1) {
+		size_t sizes[] = {
+			0, 1, align - 1, align, align + 1, 3 * align, 10000,
+			5 * MiB,
+		};
+		void *keep[ARRAY_SIZE(sizes)];
+
+		for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+			size_t n = sizes[i];
+			unsigned char *p = NULL;
+			int r = posix_memalign((void **)&p, align, hide_size(n));
+
+			keep[i] = p;
+			CHECK_EQ(r, 0);
+			if (r)
+				continue;
+			if (!aligned(p, align) || malloc_usable_size(p) < n) {
+				fprintf(stderr, "posix_memalign(%zu, %zu) = %p, "
+					"usable %zu\n", align, n, (void *)p,
+					malloc_usable_size(p));
+				CHECK(0);
+			}
+			if (n) {
+				p[0] = 1;
+				p[n - 1] = 1;
+			}
+		}
+		for (size_t i = 0; i < ARRAY_SIZE(sizes); i++)
+			check_silent_free(keep[i], align, sizes[i]);
+	}
+}
+
+static void test_aligned_alloc(void)
+{
+	for (size_t align = 1; align <= 16 * MiB; align <<= 1) {
+		size_t sizes[] = { align, 2 * align, 1, 100, 0 };
+
+		for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+			unsigned char *p = aligned_alloc(align, hide_size(sizes[i]));
+
+			CHECK(p != NULL);
+			if (!p)
+				continue;
+			CHECK(aligned(p, align < 16 ? 16 : align));
+			CHECK(malloc_usable_size(p) >= sizes[i]);
+			if (sizes[i])
+				p[sizes[i] - 1] = 7;
+			check_silent_free(p, align, sizes[i]);
+		}
+	}
+	/* Not a power of two: EINVAL (glibc 2.38 and C17). */
+	errno = 0;
+	CHECK(aligned_alloc(hide_size(24), 48) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK(aligned_alloc(hide_size(0), 48) == NULL);
+	CHECK_EQ(errno, EINVAL);
+}
+
+static void test_memalign(void)
+{
+	for (size_t align = 1; align <= 16 * MiB; align <<= 1) {
+		unsigned char *p = memalign(align, hide_size(align + 3));
+
+		CHECK(p != NULL);
+		if (!p)
+			continue;
+		CHECK(aligned(p, align));
+		CHECK(malloc_usable_size(p) >= align + 3);
+		p[align + 2] = 1;
+		check_silent_free(p, align, align + 3);
+	}
+}
+
+/*
+ * glibc's memalign takes any alignment: below 16 it is malloc, otherwise
+ * it is rounded up to a power of two (malloc/malloc.c, _mid_memalign).
+ */
+static void test_memalign_glibc(void)
+{
+	static const size_t odd[] = { 0, 3, 24, 48, 100, 3000 };
+
+	for (size_t i = 0; i < ARRAY_SIZE(odd); i++) {
+		size_t want = 16;
+		void *p;
+
+		while (want < odd[i])
+			want <<= 1;
+		errno = 0;
+		p = memalign(hide_size(odd[i]), 100);
+		if (!p)
+			fprintf(stderr, "memalign(%zu, 100): NULL, errno %d\n",
+				odd[i], errno);
+		CHECK(p != NULL && aligned(p, want));
+		free(p);
+	}
+}
+
+static void test_valloc_pvalloc(void)
+{
+	static const size_t sizes[] = {
+		0, 1, 100, 4095, 4096, 4097, 8192, 9000, 100000, 5 * MiB + 1,
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		size_t n = sizes[i], rounded = n ? ALIGN(n, PAGE) : PAGE;
+		unsigned char *v = valloc(hide_size(n));
+		unsigned char *pv = pvalloc(hide_size(n));
+
+		CHECK(v != NULL && pv != NULL);
+		if (!v || !pv) {
+			free(v);
+			free(pv);
+			continue;
+		}
+		CHECK(aligned(v, PAGE));
+		CHECK(aligned(pv, PAGE));
+		CHECK(malloc_usable_size(v) >= n);
+		/* pvalloc rounds the size up to whole pages, 0 to one page. */
+		CHECK(malloc_usable_size(pv) >= rounded);
+		memset(pv, 0x11, rounded);
+		if (n)
+			v[n - 1] = 1;
+		free(v);
+		free(pv);
+	}
+}
+
+/* ---- malloc_usable_size, free_sized --------------------------------------- */
+
+/*
+ * The whole usable size is the caller's: filling it leaves the neighbours
+ * (allocated just before and after, likely adjacent) intact.
+ */
+static void test_usable_size(void)
+{
+	static const size_t sizes[] = {
+		1, 15, 16, 17, 33, 65, 97, 129, 193, 257, 513, 1025, 2049,
+		4097, 8191, 8193, 20000, 5 * MiB,
+	};
+
+	CHECK_EQ(malloc_usable_size(NULL), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		size_t n = sizes[i], u;
+		unsigned char *a = malloc(hide_size(n));
+		unsigned char *p = malloc(hide_size(n));
+		unsigned char *b = malloc(hide_size(n));
+
+		CHECK(a && p && b);
+		if (!a || !p || !b)
+			break;
+		u = malloc_usable_size(p);
+		CHECK(u >= n);
+		CHECK(u < 2 * n + 16);	/* a size class, not something wild */
+		fill(a, malloc_usable_size(a), 1);
+		fill(b, malloc_usable_size(b), 2);
+		memset(p, 0xee, u);
+		CHECK_EQ(check_fill(a, malloc_usable_size(a), 1), malloc_usable_size(a));
+		CHECK_EQ(check_fill(b, malloc_usable_size(b), 2), malloc_usable_size(b));
+		free(a);
+		free(p);
+		free(b);
+	}
+}
+
+static void test_free_sized(void)
+{
+	uintptr_t old;
+	void *p;
+
+	/* free_sized frees: the object comes straight back. */
+	p = malloc(hide_size(72));
+	old = (uintptr_t)p;
+	free_sized(p, 72);
+	p = malloc(hide_size(72));
+	CHECK((uintptr_t)p == old);
+	free_sized(p, 72);
+
+	p = malloc(hide_size(50000));
+	old = (uintptr_t)p;
+	free_sized(p, 50000);
+	CHECK_EQ(ksize((void *)old), 0);
+
+	p = malloc(hide_size(10 * MiB));
+	old = (uintptr_t)p;
+	free_sized(p, 10 * MiB);
+	CHECK(!mapped((void *)old, PAGE));
+
+	/* free_aligned_sized on what aligned_alloc returned. */
+	p = aligned_alloc(256, hide_size(256));
+	old = (uintptr_t)p;
+	CHECK(aligned(p, 256));
+	free_aligned_sized(p, 256, 256);
+	p = aligned_alloc(256, hide_size(256));
+	CHECK((uintptr_t)p == old);
+	free_aligned_sized(p, 256, 256);
+
+	p = aligned_alloc(64 * KiB, hide_size(64 * KiB));
+	old = (uintptr_t)p;
+	CHECK(aligned(p, 64 * KiB));
+	free_aligned_sized(p, 64 * KiB, 64 * KiB);
+	CHECK_EQ(ksize((void *)old), 0);
+
+	p = aligned_alloc(8 * MiB, hide_size(8 * MiB));
+	old = (uintptr_t)p;
+	CHECK(aligned(p, 8 * MiB));
+	free_aligned_sized(p, 8 * MiB, 8 * MiB);
+	CHECK(!mapped((void *)old, PAGE));
+}
+
+/* The statistics agree: each free of a slab object is counted once. */
+static void test_free_counted(void)
+{
+	long long a, f;
+	void *p[100];
+
+	if (!SLAB_STATS)
+		return;
+	a = cache_allocs("kmalloc-1k");
+	f = cache_frees("kmalloc-1k");
+	for (int i = 0; i < 100; i++)
+		p[i] = malloc(hide_size(600 + (size_t)i));
+	for (int i = 0; i < 100; i++) {
+		if (i % 3 == 0)
+			free(p[i]);
+		else if (i % 3 == 1)
+			free_sized(p[i], 600 + (size_t)i);
+		else
+			CHECK(realloc(p[i], hide_size(0)) == NULL);
+	}
+	CHECK_EQ(cache_allocs("kmalloc-1k") - a, 100);
+	CHECK_EQ(cache_frees("kmalloc-1k") - f, 100);
+}
+
+/* ---- Huge blocks: mmap'd, and given back ---------------------------------- */
+
+static void test_huge_rss(void)
+{
+	size_t n = 64 * MiB;
+	long before, touched, after;
+	unsigned char *p;
+	uintptr_t old;
+
+	before = rss_kib();
+	p = malloc(hide_size(n));
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	old = (uintptr_t)p;
+	CHECK(aligned(p, PAGE));
+	CHECK_EQ(ksize(p), 0);		/* not in the arena */
+	CHECK(malloc_usable_size(p) >= n);
+	/* Fresh anonymous memory: zero, and not resident until touched. */
+	CHECK(all_bytes(p, 4096, 0) && all_bytes(p + n - 4096, 4096, 0));
+	memset(p, 0x3c, n);
+	touched = rss_kib();
+	free(p);
+	after = rss_kib();
+	fprintf(stderr, "rss: %ld KiB, %ld touched, %ld after free\n", before,
+		touched, after);
+	CHECK(touched - before >= (long)(n / KiB) - 1024);
+	CHECK(touched - after >= (long)(n / KiB) - 1024);
+	CHECK(!mapped((void *)old, n));
+}
+
+/*
+ * Many huge blocks live at once, churned: the registry that free() and
+ * malloc_usable_size() consult keeps each one's size, whatever collides.
+ */
+static void test_huge_many(void)
+{
+	enum { LIVE = 1000, OPS = 20000 };
+	static unsigned long *p[LIVE];
+	static size_t n[LIVE];
+	unsigned long long rnd = 99;
+	int wrong = 0, fails = 0;
+
+	for (int op = 0; op < OPS; op++) {
+		int i = (int)(rnd_next(&rnd) % LIVE);
+
+		if (p[i]) {
+			size_t u = malloc_usable_size(p[i]);
+
+			wrong += p[i][0] != n[i] || u < n[i] || u >= n[i] + PAGE;
+			free(p[i]);
+		}
+		n[i] = BLOCK_MAX + 1 + (size_t)(rnd_next(&rnd) % (64 * PAGE));
+		p[i] = malloc(n[i]);
+		if (!p[i]) {
+			fails++;
+			continue;
+		}
+		p[i][0] = n[i];
+	}
+	for (int i = 0; i < LIVE; i++) {
+		if (!p[i])
+			continue;
+		wrong += p[i][0] != n[i] || malloc_usable_size(p[i]) < n[i];
+		free(p[i]);
+		CHECK(!mapped(p[i], PAGE));
+		p[i] = NULL;
+	}
+	CHECK_EQ(wrong, 0);
+	CHECK_EQ(fails, 0);
+}
+
+/*
+ * Huge blocks realloc'd (mremap moves them) in one thread while another
+ * allocates and frees huge blocks: the range mremap leaves is soon mapped
+ * again for the other thread, and the registry of huge blocks must never
+ * mix the two up (a block free() does not know, or a crash).
+ */
+static int race_stop;
+static unsigned long race_lost, race_bad;
+
+static void *race_mover(void *arg)
+{
+	unsigned int seed = 0;
+
+	(void)arg;
+	while (!__atomic_load_n(&race_stop, __ATOMIC_RELAXED)) {
+		unsigned char *p = malloc(hide_size(5 * MiB)), *q;
+
+		if (!p) {
+			__atomic_fetch_add(&race_bad, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		fill(p, 64, ++seed);
+		q = realloc(p, hide_size(9 * MiB + (seed % 4) * PAGE));
+		if (!q || check_fill(q, 64, seed) != 64)
+			__atomic_fetch_add(&race_bad, 1, __ATOMIC_RELAXED);
+		free(q);
+	}
+	return NULL;
+}
+
+static void huge_realloc_race(void)
+{
+	pthread_t t;
+
+	pthread_create(&t, NULL, race_mover, NULL);
+	for (int i = 0; i < 20000; i++) {
+		void *q = malloc(hide_size(5 * MiB));
+
+		if (!q || malloc_usable_size(q) < 5 * MiB)
+			race_lost++;
+		free(q);
+	}
+	__atomic_store_n(&race_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	CHECK_EQ(race_lost, 0);
+	CHECK_EQ(race_bad, 0);
+}
+
+/* ---- What is not free()'s to free ------------------------------------------ */
+
+static char global_buf[4096] __attribute__((aligned(64)));
+
+static void do_realloc(void *arg)
+{
+	struct free_arg *a = arg;
+
+	a->ret = realloc(a->p, 10);
+}
+
+/* free(p) must report, and p's memory (size n from base) must not change. */
+static void check_bad_free(const char *what, unsigned char *base, size_t n,
+			   void *p)
+{
+	struct free_arg a = { .p = p };
+	char out[2048];
+
+	memset(base, 0x5a, n);
+	capture_stderr(do_free, &a, out, sizeof(out));
+	if (!strstr(out, "BUG") || !strstr(out, "invalid pointer")) {
+		fprintf(stderr, "free(%s): report was '%s'\n", what, out);
+		CHECK(0);
+	}
+	if (!all_bytes(base, n, 0x5a)) {
+		fprintf(stderr, "free(%s) wrote to it\n", what);
+		CHECK(0);
+	}
+}
+
+/* Runs in a child: a crash is a result, not the end of the test. */
+static void bad_frees(void)
+{
+	unsigned char stack_buf[512] __attribute__((aligned(64)));
+	struct free_arg a;
+	unsigned char *huge, *block;
+	char out[2048];
+	size_t hn = 6 * MiB;
+
+	check_bad_free("stack", stack_buf, sizeof(stack_buf),
+		       hide(stack_buf + 64));
+	check_bad_free("global", (unsigned char *)global_buf, sizeof(global_buf),
+		       hide(global_buf + 128));
+
+	/* Inside a huge block: reported, and the block stays as it was. */
+	huge = malloc(hide_size(hn));
+	CHECK(huge != NULL);
+	if (!huge)
+		return;
+	check_bad_free("huge + 4 KiB", huge, hn, huge + PAGE);
+	check_bad_free("huge + 48", huge, hn, huge + 48);
+	CHECK(malloc_usable_size(huge) >= hn);
+	CHECK(mapped(huge, hn));
+
+	/* Inside a page block of the arena. */
+	block = malloc(hide_size(64 * KiB));
+	check_bad_free("block + 4 KiB", block, 64 * KiB, block + PAGE);
+	check_bad_free("block + 32", block, 64 * KiB, block + 32);
+	CHECK_EQ(ksize(block), 64 * KiB);
+
+	/* realloc of a foreign pointer: reported, NULL, nothing written. */
+	memset(stack_buf, 0x5a, sizeof(stack_buf));
+	a.p = hide(stack_buf);
+	a.ret = (void *)1;
+	capture_stderr(do_realloc, &a, out, sizeof(out));
+	CHECK(a.ret == NULL);
+	CHECK(strstr(out, "BUG") != NULL);
+	CHECK(all_bytes(stack_buf, sizeof(stack_buf), 0x5a));
+
+	/* The real frees still work, silently. */
+	a.p = huge;
+	capture_stderr(do_free, &a, out, sizeof(out));
+	CHECK_EQ(strlen(out), 0);
+	CHECK(!mapped(huge, PAGE));
+	a.p = block;
+	capture_stderr(do_free, &a, out, sizeof(out));
+	CHECK_EQ(strlen(out), 0);
+	CHECK_EQ(ksize(block), 0);
+	/* ... and so does malloc. */
+	a.p = malloc(hide_size(hn));
+	CHECK(a.p != NULL);
+	free(a.p);
+}
+
+/*
+ * A small object freed twice in a row: "Object already free", and the
+ * second free is not done: the next two allocations are distinct.
+ */
+static void double_free_small(void)
+{
+	enum { NR = 200 };
+	uintptr_t v[NR];
+	struct free_arg a;
+	char out[2048];
+	int broken = 0;
+
+	a.p = malloc(hide_size(40));
+	free(a.p);
+	capture_stderr(do_free, &a, out, sizeof(out));
+	if (!strstr(out, "Object already free")) {
+		fprintf(stderr, "double free: report was '%s'\n", out);
+		CHECK(0);
+	}
+	for (int i = 0; i < NR; i++) {
+		void *p = malloc(hide_size(40));
+
+		v[i] = (uintptr_t)p;
+		if (p)
+			memset(p, i, 40);
+	}
+	for (int i = 0; i < NR; i++)
+		broken += !v[i] || !all_bytes((void *)v[i], 40, (unsigned char)i);
+	CHECK_EQ(broken, 0);
+	CHECK(distinct(v, NR));
+	for (int i = 0; i < NR; i++)
+		free((void *)v[i]);
+}
+
+/* A page block and a huge block freed twice: reported too. */
+static void double_free_large(void)
+{
+	static const size_t sizes[] = { 20000, 10 * MiB };
+
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		struct free_arg a;
+		char out[2048];
+		void *x, *y;
+
+		a.p = malloc(hide_size(sizes[i]));
+		free(a.p);
+		capture_stderr(do_free, &a, out, sizeof(out));
+		if (!strstr(out, "BUG")) {
+			fprintf(stderr, "double free of %zu: report was '%s'\n",
+				sizes[i], out);
+			CHECK(0);
+		}
+		x = malloc(hide_size(sizes[i]));
+		y = malloc(hide_size(sizes[i]));
+		CHECK(x && y && x != y);
+		free(x);
+		free(y);
+	}
+}
+
+static int in_child(void (*fn)(void))
+{
+	int status = -1;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		alarm(CHILD_TIMEOUT);
+		test_failed_checks = 0;
+		fn();
+		_exit(test_failed_checks ? 1 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "child killed by signal %d\n", WTERMSIG(status));
+	return status;
+}
+
+static void test_huge_realloc_race(void)
+{
+	int status = in_child(huge_realloc_race);
+
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void test_bad_free(void)
+{
+	int status = in_child(bad_frees);
+
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void test_double_free(void)
+{
+	int status = in_child(double_free_small);
+
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	status = in_child(double_free_large);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* ---- Random traffic with contents checked --------------------------------- */
+
+static size_t random_size(unsigned long long *rnd)
+{
+	unsigned int r = (unsigned int)(rnd_next(rnd) % 1000);
+
+	if (r < 700)
+		return (size_t)(rnd_next(rnd) % 256);
+	if (r < 950)
+		return (size_t)(rnd_next(rnd) % 9000);
+	if (r < 998)
+		return (size_t)(rnd_next(rnd) % (1 * MiB));
+	return 4 * MiB + (size_t)(rnd_next(rnd) % (4 * MiB));
+}
+
+/* Only the first and last 256 bytes of a big block carry the pattern. */
+static void mark(unsigned char *p, size_t n, unsigned int seed)
+{
+	if (n <= 512) {
+		fill(p, n, seed);
+		return;
+	}
+	fill(p, 256, seed);
+	fill(p + n - 256, 256, seed + 1);
+}
+
+static bool marked(const unsigned char *p, size_t n, unsigned int seed)
+{
+	if (n <= 512)
+		return check_fill(p, n, seed) == n;
+	return check_fill(p, 256, seed) == 256 &&
+	       check_fill(p + n - 256, 256, seed + 1) == 256;
+}
+
+static void test_random_traffic(void)
+{
+	enum { SLOTS = 512, OPS = 200000 };
+	static unsigned char *p[SLOTS];
+	static size_t n[SLOTS];
+	static unsigned int seed[SLOTS];
+	unsigned long long rnd = 42;
+	int bad = 0, fails = 0;
+
+	for (int op = 0; op < OPS; op++) {
+		int i = (int)(rnd_next(&rnd) % SLOTS);
+		unsigned int r = (unsigned int)(rnd_next(&rnd) % 4);
+		size_t sz = random_size(&rnd);
+		unsigned char *q;
+
+		if (p[i] && !marked(p[i], n[i], seed[i]))
+			bad++;
+		if (p[i] && r == 0) {		/* realloc */
+			size_t keep = n[i] < sz ? n[i] : sz;
+
+			/* mark() patterned only the head of a big block. */
+			if (n[i] > 512 && keep > 256)
+				keep = 256;
+
+			q = realloc(p[i], sz);
+			if (!q && sz) {
+				fails++;
+				continue;
+			}
+			if (sz && check_fill(q, keep, seed[i]) != keep)
+				bad++;
+			p[i] = q;
+		} else if (p[i]) {
+			free(p[i]);
+			p[i] = NULL;
+			continue;
+		} else {
+			p[i] = r == 1 ? calloc(1, sz) : malloc(sz);
+			if (!p[i]) {
+				fails++;
+				continue;
+			}
+			if (r == 1 && !all_bytes(p[i], sz < 4096 ? sz : 4096, 0))
+				bad++;
+		}
+		n[i] = sz;
+		seed[i] = (unsigned int)op;
+		if (p[i])
+			mark(p[i], sz, seed[i]);
+	}
+	for (int i = 0; i < SLOTS; i++) {
+		if (p[i] && !marked(p[i], n[i], seed[i]))
+			bad++;
+		free(p[i]);
+		p[i] = NULL;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(fails, 0);
+}
+
+/* ---- The allocator's own consistency check -------------------------------- */
+
+static void test_consistent(void)
+{
+	/* page_alloc/check walks every free list and block state. */
+	CHECK_EQ(sysfs_num("page_alloc/check"), 0);
+	CHECK_EQ(page_alloc_check(), 0);
+}
+
+int main(void)
+{
+	test_cpus_init();
+	migrate_to(0);
+	TEST(test_interposed);
+	TEST(test_alignment_small);
+	TEST(test_alignment_large);
+	TEST(test_malloc_zero);
+	TEST(test_realloc_null);
+	TEST(test_realloc_zero);
+	TEST(test_realloc_contents);
+	TEST(test_realloc_shrink);
+	TEST(test_enomem);
+	TEST(test_calloc_zeroes);
+	TEST(test_calloc_many);
+	TEST(test_calloc_overflow);
+	TEST(test_reallocarray);
+	TEST(test_posix_memalign_einval);
+	TEST(test_posix_memalign);
+	TEST(test_aligned_alloc);
+	TEST(test_memalign);
+	TEST(test_memalign_glibc);
+	TEST(test_valloc_pvalloc);
+	TEST(test_usable_size);
+	TEST(test_free_sized);
+	TEST(test_free_counted);
+	TEST(test_huge_rss);
+	TEST(test_huge_many);
+	TEST(test_huge_realloc_race);
+	TEST(test_bad_free);
+	TEST(test_double_free);
+	TEST(test_random_traffic);
+	TEST(test_consistent);
+	return test_done();
+}

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+/*
+ * C++ on libslub-malloc, linked statically: libstdc++'s operator new and
+ * delete call malloc, aligned_alloc and free, and those are libslub's.
+ * Plain, array, sized, aligned and nothrow new and delete; std::bad_alloc;
+ * the containers; objects made in one thread and deleted in another.
+ */
+#include <malloc.h>
+#include <stdint.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <slub.h>
+
+#include "test.h"
+
+static const size_t MiB = 1024 * 1024;
+
+/* Keep the compiler from pairing up or dropping a new and its delete. */
+template <typename T> static T *hide(T *p)
+{
+	__asm__ volatile("" : "+r"(p));
+	return p;
+}
+
+static long long stat_num(const char *cache, const char *file)
+{
+	char path[128], buf[256];
+
+	snprintf(path, sizeof(path), "slab/%s/%s", cache, file);
+	if (slub_sysfs_read(path, buf, sizeof(buf)) < 0)
+		return -1;
+	return strtoll(buf, NULL, 10);
+}
+
+static long long allocs(const char *cache)
+{
+	return stat_num(cache, "alloc_fastpath") + stat_num(cache, "alloc_slowpath");
+}
+
+static long long frees(const char *cache)
+{
+	return stat_num(cache, "free_fastpath") + stat_num(cache, "free_slowpath");
+}
+
+/* -DSLUB_STATS=OFF builds the counters out: the counted checks go. */
+#ifdef SLUB_NO_STATS
+static const bool counted = false;
+#else
+static const bool counted = true;
+#endif
+
+static bool aligned(const void *p, size_t a)
+{
+	return ((uintptr_t)p & (a - 1)) == 0;
+}
+
+/* new and delete are kmalloc's: counted by the cache of their size. */
+static void test_new_is_slub()
+{
+	long long a = allocs("kmalloc-256"), f = frees("kmalloc-256");
+	char *p = hide(new char[200]);
+	int *q;
+
+	if (counted)
+		CHECK_EQ(allocs("kmalloc-256") - a, 1);
+	CHECK_EQ(ksize(p), 256);
+	delete[] hide(p);
+	if (counted)
+		CHECK_EQ(frees("kmalloc-256") - f, 1);
+
+	q = hide(new int(42));
+	CHECK_EQ(ksize(q), 16);
+	CHECK_EQ(*q, 42);
+	delete hide(q);
+}
+
+struct sized {
+	char payload[136];
+};
+
+/* Sized delete (C++14): the size given back is a hint free() can ignore. */
+static void test_sized_delete()
+{
+	long long f = frees("kmalloc-192");
+	sized *s = hide(new sized());
+
+	CHECK_EQ(ksize(s), 192);
+	for (char c : s->payload)
+		CHECK_EQ(c, 0);		/* value-initialised */
+	::operator delete(hide(static_cast<void *>(s)), sizeof(sized));
+	if (counted)
+		CHECK_EQ(frees("kmalloc-192") - f, 1);
+
+	f = frees("kmalloc-1k");
+	void *raw = ::operator new(1000);
+	CHECK_EQ(ksize(raw), 1024);
+	::operator delete(hide(raw), 1000);
+	if (counted)
+		CHECK_EQ(frees("kmalloc-1k") - f, 1);
+}
+
+struct alignas(64) line {
+	char c[64];
+};
+
+struct alignas(4096) page_sized {
+	char c[100];
+};
+
+struct alignas(8 * 1024 * 1024) huge_aligned {
+	char c[16];
+};
+
+/* Over-aligned types go through operator new(size_t, align_val_t). */
+static void test_aligned_new()
+{
+	std::vector<line *> lines;
+
+	for (int i = 0; i < 1000; i++) {
+		line *l = hide(new line());
+		CHECK(aligned(l, 64));
+		l->c[63] = (char)i;
+		lines.push_back(l);
+	}
+	for (int i = 0; i < 1000; i++) {
+		CHECK_EQ(lines[i]->c[63], (char)i);
+		delete lines[i];
+	}
+	page_sized *p = hide(new page_sized[3]);
+	CHECK(aligned(p, 4096));
+	CHECK(malloc_usable_size(p) >= 3 * sizeof(page_sized));
+	delete[] p;
+	huge_aligned *h = hide(new huge_aligned());
+	CHECK(aligned(h, 8 * MiB));
+	h->c[15] = 1;
+	delete h;
+	void *raw = ::operator new(100, std::align_val_t(256));
+	CHECK(aligned(raw, 256));
+	::operator delete(raw, 100, std::align_val_t(256));
+}
+
+static void test_bad_alloc()
+{
+	volatile size_t huge = SIZE_MAX / 4;
+	bool threw = false;
+
+	try {
+		char *p = new char[huge];
+		p[0] = 1;
+		delete[] p;
+	} catch (const std::bad_alloc &) {
+		threw = true;
+	}
+	CHECK(threw);
+	char *q = new (std::nothrow) char[huge];
+	CHECK(q == nullptr);
+	line *l = new (std::nothrow) line[huge / sizeof(line) / 2];
+	CHECK(l == nullptr);
+}
+
+/* The containers, with their contents checked. */
+static void test_containers()
+{
+	std::map<std::string, std::vector<int>> m;
+	std::unordered_map<int, std::string> u;
+
+	for (int i = 0; i < 20000; i++) {
+		m["key" + std::to_string(i)].assign((size_t)(i % 50), i);
+		u[i] = std::string((size_t)(i % 300), (char)('a' + i % 26));
+	}
+	for (int i = 0; i < 20000; i += 2) {
+		m.erase("key" + std::to_string(i));
+		u.erase(i);
+	}
+	size_t bad = 0;
+	for (int i = 1; i < 20000; i += 2) {
+		const std::vector<int> &v = m["key" + std::to_string(i)];
+
+		bad += v.size() != (size_t)(i % 50) ||
+		       std::any_of(v.begin(), v.end(), [i](int x) { return x != i; });
+		bad += u[i] != std::string((size_t)(i % 300), (char)('a' + i % 26));
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(m.size(), 10000);
+	std::vector<std::string> words;
+	for (int i = 0; i < 50000; i++)
+		words.push_back(std::to_string((i * 7919) % 50000));
+	std::sort(words.begin(), words.end());
+	CHECK(std::unique(words.begin(), words.end()) == words.end());
+}
+
+/* Made in one thread, deleted in another. */
+static void test_cross_thread()
+{
+	const int nr = 4, per = 20000;
+	std::vector<std::vector<std::unique_ptr<std::string>>> made(nr);
+	std::vector<std::thread> t;
+	size_t bad = 0;
+
+	for (int k = 0; k < nr; k++)
+		t.emplace_back([&made, k, per] {
+			for (int i = 0; i < per; i++)
+				made[k].push_back(std::make_unique<std::string>(
+					(size_t)(i % 200 + 1), (char)('A' + k)));
+		});
+	for (auto &th : t)
+		th.join();
+	t.clear();
+	for (int k = 0; k < nr; k++)
+		for (int i = 0; i < per; i++)
+			bad += made[k][i]->size() != (size_t)(i % 200 + 1) ||
+			       (*made[k][i])[0] != (char)('A' + k);
+	CHECK_EQ(bad, 0);
+	/* Thread k frees what thread k + 1 made. */
+	for (int k = 0; k < nr; k++)
+		t.emplace_back([&made, k, nr] { made[(k + 1) % nr].clear(); });
+	for (auto &th : t)
+		th.join();
+	for (int k = 0; k < nr; k++)
+		CHECK(made[k].empty());
+}
+
+int main()
+{
+	TEST(test_new_is_slub);
+	TEST(test_sized_delete);
+	TEST(test_aligned_new);
+	TEST(test_bad_alloc);
+	TEST(test_containers);
+	TEST(test_cross_thread);
+	return test_done();
+}

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fork() of a program whose malloc is libslub-malloc, while other threads
+ * allocate: the child must find every lock free, whatever the other
+ * threads held at the instant of the fork. Workers run malloc, calloc,
+ * realloc and free over every kind of block (slab objects, page blocks,
+ * mmap'd huge blocks) while the main thread forks NR_FORKS times. Each
+ * child, alone in its copy of the process, checks the objects it inherited,
+ * frees them, allocates and frees a couple of thousand objects of every
+ * kind, and runs the page allocator's consistency check. alarm() turns a
+ * deadlock into a failed child.
+ */
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+#include "page_alloc.h"
+#include "test.h"
+
+#define MiB		(1024UL * 1024)
+#define NR_FORKS	200
+#define CHILD_TIMEOUT	10	/* seconds before a stuck child is killed */
+#define LIVE		64
+#define INHERITED	64
+
+static int stop;
+static unsigned long worker_ops, worker_errors;
+
+/* A block and its size: the first and last words hold the tag. */
+struct obj {
+	unsigned long *p;
+	size_t size;
+	unsigned long tag;
+};
+
+static void tag(struct obj *o, unsigned long t)
+{
+	o->tag = t;
+	o->p[0] = t;
+	o->p[o->size / sizeof(long) - 1] = ~t;
+}
+
+static bool tagged(const struct obj *o)
+{
+	return o->p[0] == o->tag && o->p[o->size / sizeof(long) - 1] == ~o->tag;
+}
+
+/* Mostly small, some page blocks, a few huge (mmap'd) blocks. */
+static size_t pick_size(unsigned long long *rnd, bool huge)
+{
+	unsigned int r = (unsigned int)(rnd_next(rnd) % 100);
+
+	if (huge)
+		return 5 * MiB + (size_t)(rnd_next(rnd) % (3 * MiB));
+	if (r < 80)
+		return 16 + (size_t)(rnd_next(rnd) % 1024);
+	if (r < 97)
+		return 1024 + (size_t)(rnd_next(rnd) % 8192);
+	return 8192 + (size_t)(rnd_next(rnd) % (1 * MiB));
+}
+
+/*
+ * Workers 0 and 1 churn huge blocks (their registry lock), the others
+ * slab objects and page blocks (the per-CPU locks, list_lock, the pcp
+ * lists, zone->lock). realloc stays off huge blocks: test_malloc_api
+ * covers those, and this test is about fork.
+ */
+static void *worker_fn(void *arg)
+{
+	unsigned int id = (unsigned int)(uintptr_t)arg;
+	unsigned long long rnd = (id + 1) * 0x9e3779b97f4a7c15ULL;
+	struct obj live[LIVE] = { { NULL, 0, 0 } };
+	unsigned long ops = 0, errs = 0;
+	bool huge = id < 2;
+
+	/*
+	 * Nice 19: the workers only have to be somewhere in the allocator
+	 * when the fork comes, not to keep the children off the CPUs.
+	 */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		struct obj *o = &live[rnd_next(&rnd) % LIVE];
+		unsigned int r = (unsigned int)(rnd_next(&rnd) % 4);
+
+		if (o->p) {
+			errs += !tagged(o);
+			if (r == 0 && !huge) {
+				size_t n = pick_size(&rnd, false);
+				unsigned long first = o->p[0];
+				unsigned long *q = realloc(o->p, n);
+
+				if (!q) {
+					errs++;
+				} else {
+					errs += q[0] != first;
+					o->p = q;
+					o->size = n;
+					tag(o, ops);
+				}
+			} else {
+				free(o->p);
+				o->p = NULL;
+			}
+		} else {
+			o->size = pick_size(&rnd, huge);
+			o->p = r == 1 ? calloc(1, o->size) : malloc(o->size);
+			if (!o->p) {
+				errs++;
+			} else {
+				if (r == 1)
+					errs += o->p[0] != 0 ||
+						o->p[o->size / sizeof(long) - 1] != 0;
+				tag(o, ops);
+			}
+		}
+		if (++ops % 64 == 0)
+			__atomic_fetch_add(&worker_ops, 64, __ATOMIC_RELAXED);
+	}
+	for (int i = 0; i < LIVE; i++) {
+		if (live[i].p)
+			errs += !tagged(&live[i]);
+		free(live[i].p);
+	}
+	__atomic_fetch_add(&worker_errors, errs, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Allocated by the forking thread: every child checks and frees them. */
+static struct obj inherited[INHERITED];
+
+/*
+ * The child: alone, so every lock must be free. The exit status says
+ * which step went wrong.
+ */
+static int child_main(void)
+{
+	static const size_t sizes[] = {
+		16, 24, 100, 256, 1000, 4096, 8192, 20000, 300000, 5 * MiB,
+	};
+	enum { PER_SIZE = 300 };
+	static struct obj o[PER_SIZE];
+	unsigned long t = 1;
+
+	for (int i = 0; i < INHERITED; i++)
+		if (!tagged(&inherited[i]))
+			return 2;
+	for (int i = 0; i < INHERITED; i++)
+		free(inherited[i].p);
+	for (size_t s = 0; s < ARRAY_SIZE(sizes); s++) {
+		int nr = sizes[s] > MiB ? 4 : sizes[s] > 8192 ? 32 : PER_SIZE;
+
+		for (int i = 0; i < nr; i++) {
+			o[i].size = sizes[s];
+			o[i].p = s & 1 ? calloc(1, sizes[s]) : malloc(sizes[s]);
+			if (!o[i].p)
+				return 3;
+			if ((s & 1) && o[i].p[o[i].size / sizeof(long) - 1])
+				return 4;
+			tag(&o[i], t++);
+		}
+		for (int i = 0; i < nr; i++) {
+			if (!tagged(&o[i]))
+				return 5;
+			if (i % 4 == 0) {
+				unsigned long *q = realloc(o[i].p, sizes[s] * 2);
+
+				if (!q || q[0] != o[i].tag)
+					return 6;
+				o[i].p = q;
+			}
+			free(o[i].p);
+		}
+	}
+	if (page_alloc_check() != 0)
+		return 7;
+	return 0;
+}
+
+static int fork_child(void)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		alarm(CHILD_TIMEOUT);
+		_exit(child_main());
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return status;
+}
+
+/* Returns false, after saying why, if the child did not exit 0. */
+static bool check_child(int status, int i)
+{
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return true;
+	if (status == -1)
+		fprintf(stderr, "fork %d: fork or waitpid failed\n", i);
+	else if (WIFSIGNALED(status))
+		fprintf(stderr, "fork %d: child killed by signal %d%s\n", i,
+			WTERMSIG(status), WTERMSIG(status) == SIGALRM ?
+			" (deadlocked?)" : "");
+	else
+		fprintf(stderr, "fork %d: child exited %d\n", i,
+			WEXITSTATUS(status));
+	return false;
+}
+
+static void test_fork_malloc(void)
+{
+	int nthreads = 2 + 2 * nr_cpus_allowed();
+	pthread_t *t = calloc((size_t)nthreads, sizeof(*t));
+	unsigned long long rnd = 7;
+	int forks, failed = 0;
+
+	for (int i = 0; i < INHERITED; i++) {
+		inherited[i].size = pick_size(&rnd, i == 0);
+		inherited[i].p = malloc(inherited[i].size);
+		tag(&inherited[i], (unsigned long)i + 100);
+	}
+	for (int i = 0; i < nthreads; i++)
+		pthread_create(&t[i], NULL, worker_fn, (void *)(uintptr_t)i);
+	/* Fork only once every worker is going. */
+	while (__atomic_load_n(&worker_ops, __ATOMIC_RELAXED) < 1024UL * nthreads)
+		usleep(1000);
+	/* One failure tells the story; a hang costs CHILD_TIMEOUT. */
+	for (forks = 0; forks < NR_FORKS && !failed; forks++)
+		failed += !check_child(fork_child(), forks);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(t[i], NULL);
+	free(t);
+	fprintf(stderr, "%d forks, %lu worker ops\n", forks, worker_ops);
+	CHECK_EQ(worker_errors, 0);
+	/* The parent's copies are untouched by what the children did. */
+	for (int i = 0; i < INHERITED; i++) {
+		CHECK(tagged(&inherited[i]));
+		free(inherited[i].p);
+	}
+	CHECK_EQ(page_alloc_check(), 0);
+}
+
+int main(void)
+{
+	test_cpus_init();
+	TEST(test_fork_malloc);
+	return test_done();
+}
