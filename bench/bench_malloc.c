@@ -43,6 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_common.h"
+
 #define MAX_REPS	64
 #define MIN_SIZE	16
 #define MAX_SIZE	1024
@@ -558,26 +560,6 @@ static void print_table(bool rss)
 		}
 		printf(" %10s\n", b < 0 ? "-" : alloc_name[b]);
 	}
-}
-
-static void cpu_model(char *buf, size_t size)
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[256];
-
-	snprintf(buf, size, "unknown");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *colon = strchr(line, ':');
-
-		if (!strncmp(line, "model name", 10) && colon) {
-			snprintf(buf, size, "%s", colon + 2);
-			buf[strcspn(buf, "\n")] = 0;
-			break;
-		}
-	}
-	fclose(f);
 }
 
 static void print_tables(void)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bench_rr.h"
+#include "bench_common.h"
 
 double point_tps(const struct point *p)
 {
@@ -348,26 +349,6 @@ static void print_thread_tables(unsigned int s)
 			       sm.stat[c][S_FREE_ADD_PARTIAL],
 			       pct(sm.stat[c][S_FREE_ADD_PARTIAL], sm.stat[c][S_FREE_SLOW]));
 	}
-}
-
-static void cpu_model(char *buf, size_t size)
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[256];
-
-	snprintf(buf, size, "unknown");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *colon = strchr(line, ':');
-
-		if (!strncmp(line, "model name", 10) && colon) {
-			snprintf(buf, size, "%s", colon + 2);
-			buf[strcspn(buf, "\n")] = 0;
-			break;
-		}
-	}
-	fclose(f);
 }
 
 void print_tables(void)

@@ -17,6 +17,7 @@
 #endif
 
 #include "bench_slab.h"
+#include "bench_common.h"
 
 const char *const alloc_name[NR_ALLOCS] = {
 	"kmem_cache", "kmalloc", "glibc", "mimalloc", "kmem_cache/fb", "kmalloc/fb",
@@ -199,26 +200,6 @@ static void print_counters(void)
 		}
 		printf("\n");
 	}
-}
-
-static void cpu_model(char *buf, size_t size)
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[256];
-
-	snprintf(buf, size, "unknown");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *colon = strchr(line, ':');
-
-		if (!strncmp(line, "model name", 10) && colon) {
-			snprintf(buf, size, "%s", colon + 2);
-			buf[strcspn(buf, "\n")] = 0;
-			break;
-		}
-	}
-	fclose(f);
 }
 
 static const char *mimalloc_version(void)
