@@ -44,13 +44,6 @@ int kmalloc_init(void)
 	return 0;
 }
 
-struct kmem_cache *kmalloc_cache_of_size(size_t size)
-{
-	if (!size || size > KMALLOC_MAX_CACHE_SIZE || slab_ready())
-		return NULL;
-	return kmalloc_slab(size);
-}
-
 static unsigned int large_order(size_t size)
 {
 	unsigned int order = 0;

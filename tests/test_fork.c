@@ -18,6 +18,7 @@
 #include "helpers.h"
 #include "page_alloc.h"
 #include "test.h"
+#include "checks.h"
 
 #define PAGE		SLUB_PAGE_SIZE
 #define NR_FORKS	200
@@ -133,52 +134,6 @@ static int child_sysfs(void)
 	return slub_sysfs_write("page_alloc/drain", "1") ? 2 : 0;
 }
 
-/* Fork, run fn in the child under an alarm, and return its wait status. */
-static int fork_child(int (*fn)(void))
-{
-	int status = -1;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		alarm(CHILD_TIMEOUT);
-		_exit(fn());
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return -1;
-	return status;
-}
-
-/* Returns false, after saying why, if the child did not exit 0. */
-static bool check_child(int status, int i)
-{
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return true;
-	if (status == -1)
-		fprintf(stderr, "fork %d: fork or waitpid failed\n", i);
-	else if (WIFSIGNALED(status))
-		fprintf(stderr, "fork %d: child killed by signal %d%s\n", i,
-			WTERMSIG(status), WTERMSIG(status) == SIGALRM ?
-			" (deadlocked?)" : "");
-	else
-		fprintf(stderr, "fork %d: child exited %d\n", i,
-			WEXITSTATUS(status));
-	return false;
-}
-
-static void check_all_merged(void)
-{
-	unsigned long nr[NR_PAGE_ORDERS];
-
-	drain_all_pages();
-	buddyinfo(nr);
-	for (int o = 0; o < MAX_PAGE_ORDER; o++)
-		CHECK_EQ(nr[o], 0);
-	CHECK_EQ(nr[MAX_PAGE_ORDER] << MAX_PAGE_ORDER, zoneinfo("pages_total"));
-	CHECK_EQ(zoneinfo("pages_used"), 0);
-	CHECK_EQ(page_alloc_check(), 0);
-}
-
 /* Start the load, wait until it is running, fork nr times, stop it. */
 static void fork_under_load(int (*fn)(void), int nr)
 {
@@ -198,7 +153,7 @@ static void fork_under_load(int (*fn)(void), int nr)
 		usleep(1000);
 	/* A few failures tell the story; a hang costs CHILD_TIMEOUT each. */
 	for (forks = 0; forks < nr && failed < 3; forks++)
-		failed += !check_child(fork_child(fn), forks);
+		failed += !check_child(fork_child(fn, CHILD_TIMEOUT), forks);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i <= nthreads; i++)
 		pthread_join(t[i], NULL);

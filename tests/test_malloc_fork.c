@@ -20,6 +20,7 @@
 #include "helpers.h"
 #include "page_alloc.h"
 #include "test.h"
+#include "checks.h"
 
 #define MiB		(1024UL * 1024)
 #define NR_FORKS	200
@@ -181,38 +182,6 @@ static int child_main(void)
 	return 0;
 }
 
-static int fork_child(void)
-{
-	int status = -1;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		alarm(CHILD_TIMEOUT);
-		_exit(child_main());
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return -1;
-	return status;
-}
-
-/* Returns false, after saying why, if the child did not exit 0. */
-static bool check_child(int status, int i)
-{
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return true;
-	if (status == -1)
-		fprintf(stderr, "fork %d: fork or waitpid failed\n", i);
-	else if (WIFSIGNALED(status))
-		fprintf(stderr, "fork %d: child killed by signal %d%s\n", i,
-			WTERMSIG(status), WTERMSIG(status) == SIGALRM ?
-			" (deadlocked?)" : "");
-	else
-		fprintf(stderr, "fork %d: child exited %d\n", i,
-			WEXITSTATUS(status));
-	return false;
-}
-
 static void test_fork_malloc(void)
 {
 	int nthreads = 2 + 2 * nr_cpus_allowed();
@@ -232,7 +201,7 @@ static void test_fork_malloc(void)
 		usleep(1000);
 	/* One failure tells the story; a hang costs CHILD_TIMEOUT. */
 	for (forks = 0; forks < NR_FORKS && !failed; forks++)
-		failed += !check_child(fork_child(), forks);
+		failed += !check_child(fork_child(child_main, CHILD_TIMEOUT), forks);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(t[i], NULL);

@@ -10,6 +10,7 @@
 #include "helpers.h"
 #include "page_alloc.h"
 #include "test.h"
+#include "checks.h"
 
 #define PAGE	SLUB_PAGE_SIZE
 
@@ -18,20 +19,6 @@ static void reset(void)
 {
 	migrate_to(0);
 	drain_all_pages();
-}
-
-/* After everything is freed and drained: all memory in max-order blocks. */
-static void check_all_merged(void)
-{
-	unsigned long nr[NR_PAGE_ORDERS];
-
-	drain_all_pages();
-	buddyinfo(nr);
-	for (int o = 0; o < MAX_PAGE_ORDER; o++)
-		CHECK_EQ(nr[o], 0);
-	CHECK_EQ(nr[MAX_PAGE_ORDER] << MAX_PAGE_ORDER, zoneinfo("pages_total"));
-	CHECK_EQ(zoneinfo("pages_used"), 0);
-	CHECK_EQ(page_alloc_check(), 0);
 }
 
 static void test_orders_alignment_zero(void)

@@ -13,6 +13,7 @@
 #include "helpers.h"
 #include "page_alloc.h"
 #include "test.h"
+#include "checks.h"
 
 #define PAGE		SLUB_PAGE_SIZE
 #define ARENA_PAGES	2048UL		/* SLUB_ARENA_SIZE=8M */
@@ -198,19 +199,6 @@ static void check_disjoint(const struct held *all)
 	free(blk);
 }
 
-static void check_all_merged(void)
-{
-	unsigned long nr[NR_PAGE_ORDERS];
-
-	drain_all_pages();
-	buddyinfo(nr);
-	for (int o = 0; o < MAX_PAGE_ORDER; o++)
-		CHECK_EQ(nr[o], 0);
-	CHECK_EQ(nr[MAX_PAGE_ORDER] << MAX_PAGE_ORDER, ARENA_PAGES);
-	CHECK_EQ(zoneinfo("pages_used"), 0);
-	CHECK_EQ(page_alloc_check(), 0);
-}
-
 /* Requests for capture_stderr(): with the warning, and without. */
 static void warn_fn(void *arg)
 {
@@ -251,8 +239,8 @@ static unsigned long check_full(unsigned int order)
 
 static void test_arena_size(void)
 {
-	CHECK_EQ(zoneinfo("pages_total"), ARENA_PAGES);
 	CHECK_EQ(page_alloc_clear_stats(), 0);
+	CHECK_EQ(zoneinfo("pages_total"), ARENA_PAGES);
 	check_all_merged();
 }
 

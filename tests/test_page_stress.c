@@ -22,6 +22,7 @@
 #include "helpers.h"
 #include "page_alloc.h"
 #include "test.h"
+#include "checks.h"
 
 #define PAGE	SLUB_PAGE_SIZE
 
@@ -300,20 +301,6 @@ static void *tuner_fn(void *arg)
 		usleep(200);
 	}
 	return NULL;
-}
-
-static void check_all_merged(void)
-{
-	unsigned long nr[NR_PAGE_ORDERS];
-
-	drain_all_pages();
-	buddyinfo(nr);
-	for (int o = 0; o < MAX_PAGE_ORDER; o++)
-		CHECK_EQ(nr[o], 0);
-	CHECK_EQ(nr[MAX_PAGE_ORDER] << MAX_PAGE_ORDER, zoneinfo("pages_total"));
-	CHECK_EQ(zoneinfo("pages_used"), 0);
-	CHECK_EQ(zoneinfo("pages_pcp"), 0);
-	CHECK_EQ(page_alloc_check(), 0);
 }
 
 /* Every allocation and free the test made, and nothing else, was counted. */
