@@ -33,7 +33,8 @@ test-plain: build
 	cd build && $(CTEST) --output-on-failure -j $(JOBS)
 
 test-asan: deps
-	$(CONFIGURE) -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSLUB_SANITIZE=address >/dev/null
+	$(CONFIGURE) -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSLUB_SANITIZE=address \
+		-DSLUB_RACE_WINDOWS=ON >/dev/null
 	$(CMAKE) --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		$(CTEST) --output-on-failure -j $(JOBS)
@@ -41,7 +42,8 @@ test-asan: deps
 # ThreadSanitizer cannot see restartable sequences: this build runs the
 # fallback mode (every per-CPU operation under the per-CPU lock).
 test-tsan: deps
-	$(CONFIGURE) -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSLUB_SANITIZE=thread >/dev/null
+	$(CONFIGURE) -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSLUB_SANITIZE=thread \
+		-DSLUB_RACE_WINDOWS=ON >/dev/null
 	$(CMAKE) --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 \
 		$(CTEST) --output-on-failure -j $(JOBS)

@@ -31,6 +31,20 @@
 #define READ_ONCE(x)		__atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
+/*
+ * A point inside a slow path's critical window, where another thread of
+ * the same CPU running now would see half-done work unless the window is
+ * protected. -DSLUB_RACE_WINDOWS=ON (the sanitizer test builds) yields the
+ * CPU there, so the stress tests hit these windows thousands of times a
+ * second instead of once in a blue moon.
+ */
+#ifdef SLUB_RACE_WINDOWS
+#include <sched.h>
+#define race_window()	sched_yield()
+#else
+#define race_window()	do { } while (0)
+#endif
+
 #if defined(__SANITIZE_THREAD__)
 #define SLUB_TSAN 1
 #elif defined(__has_feature)

@@ -56,6 +56,18 @@ static inline void list_move(struct list_head *e, struct list_head *head)
 	list_add(e, head);
 }
 
+/* Move every entry of list to the front of head; list is left empty. */
+static inline void list_splice_init(struct list_head *list, struct list_head *head)
+{
+	if (list_empty(list))
+		return;
+	list->prev->next = head->next;
+	head->next->prev = list->prev;
+	head->next = list->next;
+	list->next->prev = head;
+	INIT_LIST_HEAD(list);
+}
+
 #define list_entry(ptr, type, member)	container_of(ptr, type, member)
 #define list_first_entry(head, type, member) \
 	list_entry((head)->next, type, member)

@@ -278,6 +278,41 @@ enum rseq_result percpu_lock_cmpeq_push(pcpu_off_t ctl, pcpu_off_t vcmp,
 	return r;
 }
 
+enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, pcpu_off_t v, void **load)
+{
+	unsigned int cpu;
+	struct percpu_array *a = (struct percpu_array *)lock_this_cpu(ctl, v, &cpu);
+	enum rseq_result r = RSEQ_FAIL;
+	uint32_t n = READ_ONCE(a->size);
+
+	if (n) {
+		*load = a->objects[n - 1];
+		WRITE_ONCE(a->size, n - 1);
+		r = RSEQ_OK;
+	}
+	unlock_this_cpu(ctl, cpu);
+	return r;
+}
+
+enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, pcpu_off_t v, void *node)
+{
+	unsigned int cpu;
+	struct percpu_array *a = (struct percpu_array *)lock_this_cpu(ctl, v, &cpu);
+	enum rseq_result r = RSEQ_OK;
+	uint32_t n = READ_ONCE(a->size);
+
+	if (n >= a->capacity) {
+		r = RSEQ_FAIL;
+	} else if (n && a->objects[n - 1] == node) {
+		r = RSEQ_DUP;
+	} else {
+		a->objects[n] = node;
+		WRITE_ONCE(a->size, n + 1);
+	}
+	unlock_this_cpu(ctl, cpu);
+	return r;
+}
+
 /* ---- fork ------------------------------------------------------------------ */
 
 void percpu_lock_all(pcpu_off_t ctl)

@@ -333,6 +333,59 @@ dup:
 	return RSEQ_DUP;
 }
 
+/*
+ * A per-CPU object array (the slab layer's sheaves): what the array
+ * operations below work on. objects[] is sized by the user; capacity is
+ * per-CPU state like the rest, so it changes only with the CPU stopped.
+ */
+struct percpu_array {
+	uint32_t size;
+	uint32_t capacity;
+	void *objects[];
+};
+
+enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, pcpu_off_t v, void **load);
+enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, pcpu_off_t v, void *node);
+
+/* On the current CPU: pop the last object of the array at v. */
+static __always_inline enum rseq_result
+this_cpu_array_pop(pcpu_off_t ctl, pcpu_off_t v, void **load)
+{
+	struct slub_rseq_abi *rs;
+
+	RSEQ_GET_OR(rs, percpu_lock_array_pop(ctl, v, load));
+abort:
+	ARCH_RSEQ_ARRAY_POP(rs, pcpu_base + ctl, pcpu_base + v, load,
+			    PERCPU_UNIT_SHIFT, abort, stopped, fail);
+	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
+fail:
+	return RSEQ_FAIL;
+}
+
+/*
+ * On the current CPU: append node to the array at v; RSEQ_FAIL if it is
+ * full, RSEQ_DUP if node is its last object already.
+ */
+static __always_inline enum rseq_result
+this_cpu_array_push(pcpu_off_t ctl, pcpu_off_t v, void *node)
+{
+	struct slub_rseq_abi *rs;
+
+	RSEQ_GET_OR(rs, percpu_lock_array_push(ctl, v, node));
+abort:
+	ARCH_RSEQ_ARRAY_PUSH(rs, pcpu_base + ctl, pcpu_base + v, node,
+			     PERCPU_UNIT_SHIFT, abort, stopped, fail, dup);
+	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
+fail:
+	return RSEQ_FAIL;
+dup:
+	return RSEQ_DUP;
+}
+
 /* Take every per-CPU lock in CPU order (fork), and give them back. */
 void percpu_lock_all(pcpu_off_t ctl);
 void percpu_unlock_all(pcpu_off_t ctl);

@@ -26,25 +26,28 @@ struct preset {
 static const struct preset presets[] = {
 	/* Yanmin Zhang's tbench report: 2.6.23's SLUB, one CPU slab per CPU,
 	 * slub_min_objects 4 and slub_max_order 1 (kmalloc-4096: 2 objects). */
-	{ { "2007", 0, 0, 0, ORDER_CPUS_POSSIBLE, 4, 1 },
+	{ { "2007", 0, 0, 0, ORDER_CPUS_POSSIBLE, 4, 1, 0 },
 	  "2.6.23: no CPU partial lists, max order 1, 4 objects per slab" },
 	/* David Rientjes' thread, before his patches: 2.6.29. */
-	{ { "2009", 0, 0, 0, ORDER_CPUS_POSSIBLE, 0, PAGE_COSTLY },
+	{ { "2009", 0, 0, 0, ORDER_CPUS_POSSIBLE, 0, PAGE_COSTLY, 0 },
 	  "2.6.29: min_objects from nr_cpu_ids, no CPU partial lists" },
 	/* ... and with them, slab_thrash_ratio 20 by default (patch 4). */
-	{ { "2009-thrash", 0, DEFAULT_SLAB_THRASH_RATIO, 0, ORDER_CPUS_POSSIBLE, 0, PAGE_COSTLY },
+	{ { "2009-thrash", 0, DEFAULT_SLAB_THRASH_RATIO, 0, ORDER_CPUS_POSSIBLE, 0, PAGE_COSTLY, 0 },
 	  "2.6.29 + slab thrash detection, ratio 20" },
 	/* Christoph Lameter's per-CPU partial lists (3.1). */
-	{ { "2011", 1, 0, 0, ORDER_CPUS_POSSIBLE, 0, PAGE_COSTLY },
+	{ { "2011", 1, 0, 0, ORDER_CPUS_POSSIBLE, 0, PAGE_COSTLY, 0 },
 	  "3.1: per-CPU partial lists" },
 	/* Mel Gorman's high-order per-CPU page lists (4.11). */
-	{ { "2016", 1, 0, 1, ORDER_CPUS_POSSIBLE, 0, PAGE_COSTLY },
+	{ { "2016", 1, 0, 1, ORDER_CPUS_POSSIBLE, 0, PAGE_COSTLY, 0 },
 	  "4.11: + pcp lists for orders 0-3" },
 	/* Vlastimil Babka's CPU count for slab order (5.12). */
-	{ { "2021", 1, 0, 1, ORDER_CPUS_PRESENT, 0, PAGE_COSTLY },
+	{ { "2021", 1, 0, 1, ORDER_CPUS_PRESENT, 0, PAGE_COSTLY, 0 },
 	  "5.12: + slab order from present CPUs (possible if 1)" },
-	{ { "default", 1, DEFAULT_SLAB_THRASH_RATIO, 1, ORDER_CPUS_PRESENT, 0, PAGE_COSTLY },
-	  "every refinement: 2021 + slab thrash detection" },
+	/* Vlastimil Babka's per-CPU sheaves (6.18), here for every cache. */
+	{ { "2025", 1, 0, 1, ORDER_CPUS_PRESENT, 0, PAGE_COSTLY, 1 },
+	  "6.18: + per-CPU sheaves for every cache" },
+	{ { "default", 1, DEFAULT_SLAB_THRASH_RATIO, 1, ORDER_CPUS_PRESENT, 0, PAGE_COSTLY, 1 },
+	  "every refinement: 2025 + slab thrash detection" },
 };
 
 struct slub_policy slub_policy;

@@ -26,6 +26,7 @@ struct slub_policy {
 	enum order_cpus order_cpus;
 	unsigned int min_objects;	/* 0: from the CPU count */
 	unsigned int max_order;		/* slub_max_order */
+	int sheaves;			/* per-CPU sheaves (6.18) */
 };
 
 extern struct slub_policy slub_policy;

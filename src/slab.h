@@ -86,6 +86,14 @@ enum stat_item {
 	CPU_PARTIAL_DRAIN,	/* CPU partial list drained to the node */
 	DEFERRED_PARTIAL,	/* thrashing: no partial slab had enough free */
 	LIST_LOCK,		/* list_lock acquisitions (libslub's addition) */
+	ALLOC_PCS,		/* allocation from the CPU sheaf */
+	FREE_PCS,		/* free to the CPU sheaf */
+	SHEAF_FLUSH,		/* objects flushed from a sheaf to slabs */
+	SHEAF_REFILL,		/* objects refilled to a sheaf from slabs */
+	BARN_GET,		/* full sheaf taken from the barn */
+	BARN_GET_FAIL,		/* no full sheaf in the barn */
+	BARN_PUT,		/* full sheaf put in the barn */
+	BARN_PUT_FAIL,		/* the barn had room for no more full sheaves */
 	NR_SLUB_STAT_ITEMS
 };
 
@@ -142,12 +150,56 @@ struct kmem_cache_cpu {
 	unsigned int slowpath_allocs;
 };
 
+/*
+ * Sheaves (Vlastimil Babka, "SLUB percpu sheaves", Linux 6.18): a per-CPU
+ * array of free objects in front of the slabs. Frees push to it and
+ * allocations pop from it, one restartable sequence each, whichever slab
+ * the object belongs to; only a full or empty sheaf goes below, a sheaf's
+ * worth at a time. Objects in a sheaf count as in use in their slab.
+ *
+ * The CPU's main sheaf is inline in its per-CPU area (a struct
+ * percpu_array): size, capacity and objects are fast-path state, under
+ * the invariant of percpu.h with the sheaves' own percpu_ctl, so that the
+ * sheaf slow paths may call into the slab paths below (lock order: CPU
+ * sheaves lock -> CPU slab lock -> list_lock -> zone->lock).
+ */
+#define SHEAF_MAX_CAPACITY	64
+#define MAX_FULL_SHEAVES	10	/* per barn, as the kernel */
+#define MAX_EMPTY_SHEAVES	10
+
+struct slub_percpu_sheaves {
+	struct percpu_ctl ctl;
+	uint32_t size;			/* struct percpu_array main */
+	uint32_t capacity;
+	void *objects[SHEAF_MAX_CAPACITY];
+};
+
+/* A sheaf off the CPUs: in a barn, full, or empty for reuse. */
+struct slab_sheaf {
+	struct list_head barn_list;
+	unsigned int size;
+	void *objects[SHEAF_MAX_CAPACITY];
+};
+
+/*
+ * The barn: per node, full sheaves that one CPU's frees filled and
+ * another CPU's allocations may take whole, and empty ones for reuse.
+ */
+struct node_barn {
+	struct slub_lock lock;
+	struct list_head sheaves_full;
+	struct list_head sheaves_empty;
+	unsigned int nr_full;
+	unsigned int nr_empty;
+};
+
 struct kmem_cache_node {
 	struct slub_lock list_lock;
 	unsigned long nr_partial;
 	struct list_head partial;
 	unsigned long nr_slabs;		/* atomic */
 	unsigned long total_objects;	/* atomic */
+	struct node_barn barn;
 } ____cacheline_aligned;
 
 /* Order and objects per slab, packed as the kernel's kmem_cache_order_objects. */
@@ -171,6 +223,8 @@ static inline unsigned int oo_objects(struct kmem_cache_order_objects x)
 struct kmem_cache {
 	pcpu_off_t cpu_slab;		/* struct kmem_cache_cpu */
 	pcpu_off_t cpu_stats;		/* unsigned long[NR_SLUB_STAT_ITEMS] */
+	pcpu_off_t cpu_sheaves;		/* struct slub_percpu_sheaves */
+	unsigned int sheaf_capacity;	/* 0: no sheaves (a hint; see sheaf.c) */
 	slab_flags_t flags;
 	unsigned long min_partial;
 	unsigned int size;		/* object size with metadata */

@@ -216,8 +216,16 @@ static int init_kmem_cache_nodes(struct kmem_cache *s, struct kmem_cache_node *n
 	INIT_LIST_HEAD(&n->partial);
 	n->nr_slabs = 0;
 	n->total_objects = 0;
+	barn_init(&n->barn);
 	s->node[0] = n;
 	return 0;
+}
+
+static void free_percpu_state(struct kmem_cache *s)
+{
+	percpu_free(s->cpu_slab, sizeof(struct kmem_cache_cpu));
+	percpu_free(s->cpu_stats, NR_SLUB_STAT_ITEMS * sizeof(unsigned long));
+	percpu_free(s->cpu_sheaves, sizeof(struct slub_percpu_sheaves));
 }
 
 /* Set up s in place; the caller holds slab_mutex. */
@@ -243,12 +251,14 @@ static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 	s->cpu_slab = percpu_alloc(sizeof(struct kmem_cache_cpu), SMP_CACHE_BYTES);
 	s->cpu_stats = percpu_alloc(NR_SLUB_STAT_ITEMS * sizeof(unsigned long),
 				    SMP_CACHE_BYTES);
-	if (!s->cpu_slab || !s->cpu_stats) {
-		percpu_free(s->cpu_slab, sizeof(struct kmem_cache_cpu));
-		percpu_free(s->cpu_stats, NR_SLUB_STAT_ITEMS * sizeof(unsigned long));
+	s->cpu_sheaves = percpu_alloc(sizeof(struct slub_percpu_sheaves),
+				      SMP_CACHE_BYTES);
+	if (!s->cpu_slab || !s->cpu_stats || !s->cpu_sheaves) {
+		free_percpu_state(s);
 		return -ENOMEM;
 	}
 	init_kmem_cache_nodes(s, n);
+	init_sheaves(s, default_sheaf_capacity(s));
 	list_add_tail(&s->list, &slab_caches);
 	slab_sysfs_add(s);
 	policy_apply_cache(s->name);
@@ -328,6 +338,7 @@ int kmem_cache_shrink_locked(struct kmem_cache *s)
 	struct list_head *pos, *next;
 	struct slab *discard = NULL;
 
+	flush_all_sheaves(s);
 	flush_all(s);
 	for (int i = 0; i < SHRINK_PROMOTE_MAX; i++)
 		INIT_LIST_HEAD(&promote[i]);
@@ -407,8 +418,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	}
 	list_del(&s->list);
 	slab_sysfs_remove(s);
-	percpu_free(s->cpu_slab, sizeof(struct kmem_cache_cpu));
-	percpu_free(s->cpu_stats, NR_SLUB_STAT_ITEMS * sizeof(unsigned long));
+	free_percpu_state(s);
 	slub_unlock(&slab_mutex);
 	kmem_cache_free(kmem_cache, s);
 }
@@ -520,7 +530,8 @@ int slab_init(void)
 	if (err)
 		return err;
 	kmem_cache = &kmem_cache_boot;
-	return kmalloc_init();
+	err = kmalloc_init();
+	return err ? err : sheaves_init();
 }
 
 /* ---- fork ---------------------------------------------------------------------------------- */
@@ -533,8 +544,10 @@ void slab_fork_prepare(void)
 	list_for_each(pos, &slab_caches) {
 		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
 
+		percpu_lock_all(s->cpu_sheaves);
 		percpu_lock_all(s->cpu_slab);
 		slub_lock(&get_node(s, 0)->list_lock);
+		slub_lock(&get_node(s, 0)->barn.lock);
 	}
 }
 
@@ -545,8 +558,10 @@ void slab_fork_parent(void)
 	list_for_each(pos, &slab_caches) {
 		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
 
+		slub_unlock(&get_node(s, 0)->barn.lock);
 		slub_unlock(&get_node(s, 0)->list_lock);
 		percpu_unlock_all(s->cpu_slab);
+		percpu_unlock_all(s->cpu_sheaves);
 	}
 }
 
@@ -557,7 +572,9 @@ void slab_fork_child(void)
 	list_for_each(pos, &slab_caches) {
 		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
 
+		slub_lock_init(&get_node(s, 0)->barn.lock);
 		slub_lock_init(&get_node(s, 0)->list_lock);
 		percpu_reinit_all(s->cpu_slab);
+		percpu_reinit_all(s->cpu_sheaves);
 	}
 }

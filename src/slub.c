@@ -741,7 +741,7 @@ void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
 __noinline void report_double_free(struct kmem_cache *s, const void *obj)
 {
 	slub_pr_err("BUG %s: Object already free\nObject %p: freed again while "
-		    "it is the head of its slab's freelist\n", s->name, obj);
+		    "it is the last object freed on this CPU\n", s->name, obj);
 	slub_pr_caller(__builtin_return_address(0));
 }
 

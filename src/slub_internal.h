@@ -70,30 +70,30 @@ void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist);
 void flush_cpu_slab(struct kmem_cache *s, unsigned int cpu);
 void flush_all(struct kmem_cache *s);
 
+#define CPU_SHEAF(s)	((s)->cpu_sheaves + offsetof(struct slub_percpu_sheaves, size))
+
 /*
- * The allocation fast path: pop the CPU freelist, one restartable
+ * Allocation from the slabs: pop the CPU freelist, one restartable
  * sequence. Anything else (empty, stopped) is the slow path's business.
  */
-static __always_inline void *slab_alloc(struct kmem_cache *s, gfp_t gfp)
+static __always_inline void *slab_alloc_slab(struct kmem_cache *s, gfp_t gfp)
 {
 	void *object;
 
 	if (likely(this_cpu_pop(s->cpu_slab, CPU_SLAB_FREELIST(s), s->offset,
-				&object) == RSEQ_OK))
+				&object) == RSEQ_OK)) {
 		stat(s, ALLOC_FASTPATH);
-	else if (unlikely(!(object = __slab_alloc(s, gfp))))
-		return NULL;
-	if (unlikely(gfp & __GFP_ZERO))
-		memset(object, 0, s->object_size);
-	return object;
+		return object;
+	}
+	return __slab_alloc(s, gfp);
 }
 
 /*
- * The free fast path: push onto the CPU freelist if the object's slab is
+ * Free to the slabs: push onto the CPU freelist if the object's slab is
  * the CPU slab, one restartable sequence; else the lock-free remote free.
  */
-static __always_inline void slab_free(struct kmem_cache *s, struct slab *slab,
-				      void *object)
+static __always_inline void slab_free_slab(struct kmem_cache *s,
+					   struct slab *slab, void *object)
 {
 	enum rseq_result r = this_cpu_cmpeq_push(s->cpu_slab, CPU_SLAB_SLAB(s),
 						 (uintptr_t)slab,
@@ -110,6 +110,63 @@ static __always_inline void slab_free(struct kmem_cache *s, struct slab *slab,
 	}
 	__slab_free(s, slab, object, object, 1);
 	stat(s, FREE_SLOWPATH);
+}
+
+/* Sheaves (sheaf.c). */
+void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp);
+void free_to_pcs_slow(struct kmem_cache *s, void *object);
+void barn_init(struct node_barn *barn);
+void flush_all_sheaves(struct kmem_cache *s);
+int set_sheaf_capacity(struct kmem_cache *s, unsigned int capacity);
+void init_sheaves(struct kmem_cache *s, unsigned int capacity);
+unsigned int default_sheaf_capacity(const struct kmem_cache *s);
+unsigned long sheaves_objects(struct kmem_cache *s, unsigned long *barn_full);
+int sheaves_init(void);
+
+/*
+ * The allocation fast path: pop the CPU sheaf when the cache has sheaves,
+ * else the CPU freelist; one restartable sequence either way.
+ */
+static __always_inline void *slab_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	void *object;
+
+	if (likely(READ_ONCE(s->sheaf_capacity))) {
+		if (likely(this_cpu_array_pop(s->cpu_sheaves, CPU_SHEAF(s),
+					      &object) == RSEQ_OK))
+			stat(s, ALLOC_PCS);
+		else
+			object = alloc_from_pcs_slow(s, gfp);
+	} else {
+		object = slab_alloc_slab(s, gfp);
+	}
+	if (unlikely(!object))
+		return NULL;
+	if (unlikely(gfp & __GFP_ZERO))
+		memset(object, 0, s->object_size);
+	return object;
+}
+
+/*
+ * The free fast path: push onto the CPU sheaf, whichever slab the object
+ * is in, when the cache has sheaves; else free to the slabs.
+ */
+static __always_inline void slab_free(struct kmem_cache *s, struct slab *slab,
+				      void *object)
+{
+	enum rseq_result r;
+
+	if (unlikely(!READ_ONCE(s->sheaf_capacity))) {
+		slab_free_slab(s, slab, object);
+		return;
+	}
+	r = this_cpu_array_push(s->cpu_sheaves, CPU_SHEAF(s), object);
+	if (likely(r == RSEQ_OK))
+		stat(s, FREE_PCS);
+	else if (unlikely(r == RSEQ_DUP))
+		report_double_free(s, object);
+	else
+		free_to_pcs_slow(s, object);
 }
 
 /*

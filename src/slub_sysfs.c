@@ -41,6 +41,9 @@ static void policy_show(struct seq_buf *sb, void *obj, long arg)
 	case 8:
 		seq_printf(sb, "%u\n", slub_params.min_order);
 		break;
+	case 9:
+		seq_printf(sb, "%d\n", slub_policy.sheaves);
+		break;
 	}
 }
 
@@ -54,6 +57,7 @@ static const struct slub_attr policy_attrs[] = {
 	{ "min_objects", policy_show, NULL, 6 },
 	{ "max_order", policy_show, NULL, 7 },
 	{ "min_order", policy_show, NULL, 8 },
+	{ "sheaves", policy_show, NULL, 9 },
 };
 
 static struct sysfs_dir policy_dir = {
@@ -292,6 +296,32 @@ static int shrink_store(void *obj, long arg, const char *val)
 	return kmem_cache_shrink_locked(obj);
 }
 
+static void sheaf_capacity_show(struct seq_buf *sb, void *obj, long arg)
+{
+	(void)arg;
+	seq_printf(sb, "%u\n", READ_ONCE(((struct kmem_cache *)obj)->sheaf_capacity));
+}
+
+/* Every CPU's sheaf is emptied and takes the new capacity; 0: no sheaves. */
+static int sheaf_capacity_store(void *obj, long arg, const char *val)
+{
+	unsigned long v;
+
+	(void)arg;
+	if (sysfs_parse_ulong(val, &v) || v > SHEAF_MAX_CAPACITY)
+		return -EINVAL;
+	return set_sheaf_capacity(obj, (unsigned int)v);
+}
+
+/* "<objects in sheaves and barn> barn_full=<full sheaves in the barn>" */
+static void sheaves_show(struct seq_buf *sb, void *obj, long arg)
+{
+	unsigned long full = 0, n = sheaves_objects(obj, &full);
+
+	(void)arg;
+	seq_printf(sb, "%lu barn_full=%lu\n", n, full);
+}
+
 static void stat_show(struct seq_buf *sb, void *obj, long si)
 {
 	sysfs_show_counter(sb, stat_off(obj, (enum stat_item)si));
@@ -337,6 +367,8 @@ static const struct slub_attr slab_attrs[] = {
 	{ "slab_thrash_ratio", slab_thrash_ratio_show, slab_thrash_ratio_store, 0 },
 	{ "thrash", thrash_show, NULL, 0 },
 	{ "partial_slabs", partial_slabs_show, NULL, 0 },
+	{ "sheaf_capacity", sheaf_capacity_show, sheaf_capacity_store, 0 },
+	{ "sheaves", sheaves_show, NULL, 0 },
 	STAT("alloc_fastpath", ALLOC_FASTPATH),
 	STAT("alloc_slowpath", ALLOC_SLOWPATH),
 	STAT("free_fastpath", FREE_FASTPATH),
@@ -365,6 +397,14 @@ static const struct slub_attr slab_attrs[] = {
 	STAT("cpu_partial_drain", CPU_PARTIAL_DRAIN),
 	STAT("deferred_partial", DEFERRED_PARTIAL),
 	STAT("list_lock", LIST_LOCK),
+	STAT("alloc_cpu_sheaf", ALLOC_PCS),
+	STAT("free_cpu_sheaf", FREE_PCS),
+	STAT("sheaf_flush", SHEAF_FLUSH),
+	STAT("sheaf_refill", SHEAF_REFILL),
+	STAT("barn_get", BARN_GET),
+	STAT("barn_get_fail", BARN_GET_FAIL),
+	STAT("barn_put", BARN_PUT),
+	STAT("barn_put_fail", BARN_PUT_FAIL),
 };
 
 void slab_sysfs_add(struct kmem_cache *s)

@@ -204,7 +204,9 @@ static const char *const slab_stat_names[] __attribute__((unused)) = {
 	"deactivate_to_tail", "deactivate_remote_frees", "deactivate_bypass",
 	"order_fallback", "cmpxchg_double_cpu_fail", "cmpxchg_double_fail",
 	"cpu_partial_alloc", "cpu_partial_free", "cpu_partial_node",
-	"cpu_partial_drain", "list_lock",
+	"cpu_partial_drain", "list_lock", "alloc_cpu_sheaf", "free_cpu_sheaf",
+	"sheaf_flush", "sheaf_refill", "barn_get", "barn_get_fail", "barn_put",
+	"barn_put_fail",
 };
 
 #define NR_SLAB_STATS	(sizeof(slab_stat_names) / sizeof(slab_stat_names[0]))
@@ -248,17 +250,20 @@ static const char *const kmalloc_cache_names[] __attribute__((unused)) = {
 
 /*
  * Pages the page allocator has handed out, once the slab layer keeps no
- * empty slab: bring the slab layer up, shrink kmem_cache and every kmalloc
- * cache, drain the pcp lists. Returns -1 if a shrink failed.
+ * empty slab: bring the slab layer up, shrink every kmalloc cache,
+ * kmem_cache and slab_sheaf (which empties their sheaves), drain the pcp
+ * lists. Returns -1 if a shrink failed.
  */
 static inline long long slab_pages_used(void)
 {
 	int failed = 0;
 
 	kfree(kmalloc(8, GFP_KERNEL));
-	failed += slab_set("kmem_cache", "shrink", "1") != 0;
 	for (size_t i = 0; i < NR_KMALLOC_CACHES; i++)
 		failed += slab_set(kmalloc_cache_names[i], "shrink", "1") != 0;
+	failed += slab_set("kmem_cache", "shrink", "1") != 0;
+	/* Last: the shrinks above gave their barns' sheaves back to it. */
+	failed += slab_set("slab_sheaf", "shrink", "1") != 0;
 	drain_all_pages();
 	return failed ? -1 : zoneinfo("pages_used");
 }

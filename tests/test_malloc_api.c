@@ -97,14 +97,21 @@ static bool mapped(const void *p, size_t len)
 	return msync((void *)a, len + ((uintptr_t)p - a), MS_ASYNC) == 0;
 }
 
-/* Allocations and frees a kmalloc cache has counted (statistics builds). */
+/*
+ * Allocations and frees a kmalloc cache has counted (statistics builds):
+ * its sheaves count every one when it has them, else its slabs do.
+ */
 static long long cache_allocs(const char *cache)
 {
+	if (slab_num(cache, "sheaf_capacity"))
+		return slab_num(cache, "alloc_cpu_sheaf");
 	return slab_num(cache, "alloc_fastpath") + slab_num(cache, "alloc_slowpath");
 }
 
 static long long cache_frees(const char *cache)
 {
+	if (slab_num(cache, "sheaf_capacity"))
+		return slab_num(cache, "free_cpu_sheaf");
 	return slab_num(cache, "free_fastpath") + slab_num(cache, "free_slowpath");
 }
 

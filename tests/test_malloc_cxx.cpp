@@ -40,13 +40,18 @@ static long long stat_num(const char *cache, const char *file)
 	return strtoll(buf, NULL, 10);
 }
 
+/* Every allocation and free: the sheaves count them when there are any. */
 static long long allocs(const char *cache)
 {
+	if (stat_num(cache, "sheaf_capacity"))
+		return stat_num(cache, "alloc_cpu_sheaf");
 	return stat_num(cache, "alloc_fastpath") + stat_num(cache, "alloc_slowpath");
 }
 
 static long long frees(const char *cache)
 {
+	if (stat_num(cache, "sheaf_capacity"))
+		return stat_num(cache, "free_cpu_sheaf");
 	return stat_num(cache, "free_fastpath") + stat_num(cache, "free_slowpath");
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * x86-64 restartable sequences: the only architecture-specific code in
- * libslub. Another architecture provides the same five operations (see
+ * libslub. Another architecture provides the same operations (see
  * arch.h) with its own instructions.
  *
  * Every sequence has the same shape:
@@ -172,6 +172,63 @@ static inline void *arch_thread_pointer(void)
 		    [expect] "r"(_expect), [v] "r"(_v), [node] "r"(_node),	\
 		    [off] "r"(_off)					\
 		: "memory", "cc", "rax", "rcx" : _abort, _stopped, _fail, _dup)
+
+/*
+ * Per-CPU object arrays (sheaves): at v a struct { u32 size; u32 capacity;
+ * void *objects[]; }. Pop the last object:
+ *	n = size; if (!n) goto fail; *load = objects[n - 1]; size = n - 1;
+ */
+#define ARCH_RSEQ_ARRAY_POP(_rs, _ctl, _v, _load, _shift, _abort, _stopped, _fail) \
+	__asm__ __volatile__ goto(					\
+		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
+		RSEQ_ASM_START(_shift)					\
+		"movl (%[v], %%rax), %%ecx\n\t"				\
+		"testl %%ecx, %%ecx\n\t"				\
+		"jz %l[fail]\n\t"					\
+		"subl $1, %%ecx\n\t"					\
+		"leaq 8(%[v], %%rax), %%rdx\n\t"			\
+		"movq (%%rdx, %%rcx, 8), %%rdx\n\t"			\
+		"movq %%rdx, %[load]\n\t"				\
+		"movl %%ecx, (%[v], %%rax)\n\t"				\
+		"2:\n\t"						\
+		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
+		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [v] "r"(_v),		\
+		    [load] "m"(*(_load))				\
+		: "memory", "cc", "rax", "rcx", "rdx"			\
+		: _abort, _stopped, _fail)
+
+/*
+ * Push node onto the array unless it is full, or node is its last object
+ * already (a double free):
+ *	n = size; if (n >= capacity) goto fail;
+ *	if (n && objects[n - 1] == node) goto dup;
+ *	objects[n] = node; size = n + 1;
+ * The store to objects[n] is beyond size until the commit, so an abort
+ * leaves nothing visible.
+ */
+#define ARCH_RSEQ_ARRAY_PUSH(_rs, _ctl, _v, _node, _shift, _abort, _stopped,	\
+			     _fail, _dup)					\
+	__asm__ __volatile__ goto(					\
+		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
+		RSEQ_ASM_START(_shift)					\
+		"movl (%[v], %%rax), %%ecx\n\t"				\
+		"cmpl 4(%[v], %%rax), %%ecx\n\t"			\
+		"jae %l[fail]\n\t"					\
+		"leaq 8(%[v], %%rax), %%rdx\n\t"			\
+		"testl %%ecx, %%ecx\n\t"				\
+		"jz 5f\n\t"						\
+		"cmpq %[node], -8(%%rdx, %%rcx, 8)\n\t"			\
+		"je %l[dup]\n\t"					\
+		"5:\n\t"						\
+		"movq %[node], (%%rdx, %%rcx, 8)\n\t"			\
+		"addl $1, %%ecx\n\t"					\
+		"movl %%ecx, (%[v], %%rax)\n\t"				\
+		"2:\n\t"						\
+		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
+		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [v] "r"(_v),		\
+		    [node] "r"(_node)					\
+		: "memory", "cc", "rax", "rcx", "rdx"			\
+		: _abort, _stopped, _fail, _dup)
 
 /*
  * Set the 32-bit flag at (v + unit) to 1, but only on CPU cpu:

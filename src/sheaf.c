@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Per-CPU sheaves and the barn (Vlastimil Babka, "SLUB percpu sheaves",
+ * Linux 6.18). slab.h describes the data; this file has their slow paths:
+ * refilling an empty sheaf, emptying a full one, flushing and resizing.
+ *
+ * The fast paths (slub_internal.h) pop from and push to the CPU's sheaf
+ * with one restartable sequence each. They fail over to here when the
+ * sheaf is empty or full, or the CPU's sheaves are stopped. Here the
+ * sheaf changes only under its CPU's lock with its fast paths stopped,
+ * and for as short as possible: objects are taken from or given to the
+ * slabs with the lock dropped, so a thread preempted in the slab paths
+ * never holds up the other threads of its CPU.
+ *
+ * Unlike the kernel, the CPU holds one sheaf, not a main and a spare: a
+ * full sheaf goes to the barn whole (where another CPU's allocations find
+ * it, the producer/consumer case), and an empty one takes a full sheaf
+ * from the barn whole or half a sheaf from the slabs.
+ */
+#include "slub_internal.h"
+
+/* Barn sheaves come from here; it has no sheaves of its own. */
+static struct kmem_cache *sheaf_cache;
+
+static inline struct slub_percpu_sheaves *pcs_ptr(struct kmem_cache *s,
+						  unsigned int cpu)
+{
+	return per_cpu_ptr(s->cpu_sheaves, cpu);
+}
+
+static inline struct node_barn *get_barn(struct kmem_cache *s)
+{
+	return &get_node(s, 0)->barn;
+}
+
+/* Lock this CPU's sheaves and stop their fast paths; returns the CPU. */
+static unsigned int pcs_lock_local(struct kmem_cache *s)
+{
+	unsigned int cpu;
+
+	for (;;) {
+		cpu = raw_smp_processor_id();
+		percpu_lock(s->cpu_sheaves, cpu);
+		if (percpu_stop_local(s->cpu_sheaves, cpu))
+			return cpu;
+		/* Migrated between reading the CPU and locking it. */
+		percpu_unlock(s->cpu_sheaves, cpu);
+	}
+}
+
+static inline void pcs_unlock(struct kmem_cache *s, unsigned int cpu)
+{
+	percpu_resume(s->cpu_sheaves, cpu);
+}
+
+/* ---- The barn ---------------------------------------------------------------- */
+
+void barn_init(struct node_barn *barn)
+{
+	slub_lock_init(&barn->lock);
+	INIT_LIST_HEAD(&barn->sheaves_full);
+	INIT_LIST_HEAD(&barn->sheaves_empty);
+	barn->nr_full = 0;
+	barn->nr_empty = 0;
+}
+
+static struct slab_sheaf *barn_get_full(struct node_barn *barn)
+{
+	struct slab_sheaf *sheaf = NULL;
+
+	if (!READ_ONCE(barn->nr_full))
+		return NULL;
+	slub_lock(&barn->lock);
+	if (barn->nr_full) {
+		sheaf = list_entry(barn->sheaves_full.next, struct slab_sheaf,
+				   barn_list);
+		list_del(&sheaf->barn_list);
+		WRITE_ONCE(barn->nr_full, barn->nr_full - 1);
+	}
+	slub_unlock(&barn->lock);
+	return sheaf;
+}
+
+static bool barn_put_full(struct node_barn *barn, struct slab_sheaf *sheaf)
+{
+	bool ok = false;
+
+	slub_lock(&barn->lock);
+	if (barn->nr_full < MAX_FULL_SHEAVES) {
+		list_add_tail(&sheaf->barn_list, &barn->sheaves_full);
+		WRITE_ONCE(barn->nr_full, barn->nr_full + 1);
+		ok = true;
+	}
+	slub_unlock(&barn->lock);
+	return ok;
+}
+
+static struct slab_sheaf *barn_get_empty(struct node_barn *barn)
+{
+	struct slab_sheaf *sheaf = NULL;
+
+	if (READ_ONCE(barn->nr_empty)) {
+		slub_lock(&barn->lock);
+		if (barn->nr_empty) {
+			sheaf = list_entry(barn->sheaves_empty.next,
+					   struct slab_sheaf, barn_list);
+			list_del(&sheaf->barn_list);
+			WRITE_ONCE(barn->nr_empty, barn->nr_empty - 1);
+		}
+		slub_unlock(&barn->lock);
+	}
+	if (!sheaf && sheaf_cache)
+		sheaf = slab_alloc_slab(sheaf_cache, GFP_NOWAIT);
+	if (sheaf)
+		sheaf->size = 0;
+	return sheaf;
+}
+
+static void barn_put_empty(struct node_barn *barn, struct slab_sheaf *sheaf)
+{
+	slub_lock(&barn->lock);
+	if (barn->nr_empty < MAX_EMPTY_SHEAVES) {
+		list_add(&sheaf->barn_list, &barn->sheaves_empty);
+		WRITE_ONCE(barn->nr_empty, barn->nr_empty + 1);
+		sheaf = NULL;
+	}
+	slub_unlock(&barn->lock);
+	if (sheaf)
+		slab_free_slab(sheaf_cache, virt_to_slab(sheaf), sheaf);
+}
+
+/* ---- Between sheaves and slabs ---------------------------------------------------- */
+
+static void free_to_slabs(struct kmem_cache *s, void **objs, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		slab_free_slab(s, virt_to_slab(objs[i]), objs[i]);
+	this_cpu_add(stat_off(s, SHEAF_FLUSH), n);
+}
+
+static unsigned int refill_from_slabs(struct kmem_cache *s, gfp_t gfp,
+				      void **objs, unsigned int want)
+{
+	unsigned int n;
+
+	for (n = 0; n < want; n++) {
+		objs[n] = slab_alloc_slab(s, gfp & ~__GFP_ZERO);
+		if (!objs[n])
+			break;
+	}
+	this_cpu_add(stat_off(s, SHEAF_REFILL), n);
+	return n;
+}
+
+/*
+ * Give n objects to the sheaf of the CPU we run on now (which may not be
+ * the one that found its sheaf empty); what does not fit goes back to the
+ * slabs.
+ */
+static void install_objects(struct kmem_cache *s, void **objs, unsigned int n)
+{
+	struct slub_percpu_sheaves *pcs;
+	unsigned int cpu = pcs_lock_local(s), k;
+
+	pcs = pcs_ptr(s, cpu);
+	k = pcs->capacity > pcs->size ? pcs->capacity - pcs->size : 0;
+	if (k > n)
+		k = n;
+	memcpy(&pcs->objects[pcs->size], objs, k * sizeof(void *));
+	race_window();
+	WRITE_ONCE(pcs->size, pcs->size + k);
+	pcs_unlock(s, cpu);
+	if (k < n)
+		free_to_slabs(s, objs + k, n - k);
+}
+
+/*
+ * The CPU sheaf was empty or stopped: take a full sheaf from the barn, or
+ * half a sheaf of objects from the slabs, and return one of them.
+ */
+void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
+{
+	void *objs[SHEAF_MAX_CAPACITY];
+	struct slub_percpu_sheaves *pcs;
+	struct slab_sheaf *sheaf;
+	unsigned int cpu, cap, n;
+	void *object;
+
+	cpu = pcs_lock_local(s);
+	pcs = pcs_ptr(s, cpu);
+	cap = pcs->capacity;
+	if (pcs->size) {
+		/* Refilled while we waited for the lock. */
+		object = pcs->objects[pcs->size - 1];
+		race_window();
+		WRITE_ONCE(pcs->size, pcs->size - 1);
+		pcs_unlock(s, cpu);
+		stat(s, ALLOC_PCS);
+		return object;
+	}
+	sheaf = cap ? barn_get_full(get_barn(s)) : NULL;
+	if (sheaf) {
+		n = sheaf->size < cap ? sheaf->size : cap;
+		object = sheaf->objects[n - 1];
+		memcpy(pcs->objects, sheaf->objects, (n - 1) * sizeof(void *));
+		WRITE_ONCE(pcs->size, n - 1);
+		pcs_unlock(s, cpu);
+		stat(s, BARN_GET);
+		stat(s, ALLOC_PCS);
+		/* More than fits only if the capacity shrank meanwhile. */
+		if (sheaf->size > n)
+			free_to_slabs(s, sheaf->objects + n, sheaf->size - n);
+		barn_put_empty(get_barn(s), sheaf);
+		return object;
+	}
+	pcs_unlock(s, cpu);
+	if (!cap)
+		return slab_alloc_slab(s, gfp);	/* sheaves turned off */
+	stat(s, BARN_GET_FAIL);
+	n = refill_from_slabs(s, gfp, objs, cap / 2 ? cap / 2 : 1);
+	if (!n)
+		return NULL;
+	stat(s, ALLOC_PCS);
+	object = objs[--n];
+	if (n)
+		install_objects(s, objs, n);
+	return object;
+}
+
+/*
+ * The CPU sheaf was full or stopped: put object in it, and its previous
+ * objects in the barn as a full sheaf, or back into their slabs when the
+ * barn has enough.
+ */
+void free_to_pcs_slow(struct kmem_cache *s, void *object)
+{
+	void *objs[SHEAF_MAX_CAPACITY];
+	struct slub_percpu_sheaves *pcs;
+	struct slab_sheaf *sheaf;
+	unsigned int cpu, n;
+
+	cpu = pcs_lock_local(s);
+	pcs = pcs_ptr(s, cpu);
+	n = pcs->size;
+	if (n && pcs->objects[n - 1] == object) {
+		pcs_unlock(s, cpu);
+		report_double_free(s, object);
+		return;
+	}
+	if (!pcs->capacity) {
+		pcs_unlock(s, cpu);
+		slab_free_slab(s, virt_to_slab(object), object);
+		return;
+	}
+	if (n < pcs->capacity) {
+		/* Room made while we waited for the lock. */
+		n = 0;
+	} else {
+		memcpy(objs, pcs->objects, n * sizeof(void *));
+		race_window();
+		pcs->size = 0;
+	}
+	pcs->objects[pcs->size] = object;
+	WRITE_ONCE(pcs->size, pcs->size + 1);
+	pcs_unlock(s, cpu);
+	stat(s, FREE_PCS);
+	if (!n)
+		return;
+
+	sheaf = barn_get_empty(get_barn(s));
+	if (sheaf) {
+		memcpy(sheaf->objects, objs, n * sizeof(void *));
+		sheaf->size = n;
+		if (barn_put_full(get_barn(s), sheaf)) {
+			stat(s, BARN_PUT);
+			return;
+		}
+		barn_put_empty(get_barn(s), sheaf);
+	}
+	stat(s, BARN_PUT_FAIL);
+	free_to_slabs(s, objs, n);
+}
+
+/* ---- Flushing and resizing ---------------------------------------------------------- */
+
+/*
+ * Empty cpu's sheaf into the slabs (cpu may be any CPU); with capacity
+ * >= 0, also set its capacity while it is stopped.
+ */
+static void flush_cpu_sheaf(struct kmem_cache *s, unsigned int cpu, int capacity)
+{
+	struct slub_percpu_sheaves *pcs = pcs_ptr(s, cpu);
+	void *objs[SHEAF_MAX_CAPACITY];
+	unsigned int n;
+
+	percpu_stop(s->cpu_sheaves, cpu);
+	n = pcs->size;
+	memcpy(objs, pcs->objects, n * sizeof(void *));
+	WRITE_ONCE(pcs->size, 0);
+	if (capacity >= 0)
+		WRITE_ONCE(pcs->capacity, (uint32_t)capacity);
+	percpu_resume(s->cpu_sheaves, cpu);
+	free_to_slabs(s, objs, n);
+}
+
+/* Every object of the barn back to its slab, every sheaf to sheaf_cache. */
+static void barn_shrink(struct kmem_cache *s)
+{
+	struct node_barn *barn = get_barn(s);
+	struct slab_sheaf *sheaf;
+	struct list_head full, empty;
+
+	INIT_LIST_HEAD(&full);
+	INIT_LIST_HEAD(&empty);
+	slub_lock(&barn->lock);
+	list_splice_init(&barn->sheaves_full, &full);
+	list_splice_init(&barn->sheaves_empty, &empty);
+	WRITE_ONCE(barn->nr_full, 0);
+	WRITE_ONCE(barn->nr_empty, 0);
+	slub_unlock(&barn->lock);
+	while (!list_empty(&full)) {
+		sheaf = list_entry(full.next, struct slab_sheaf, barn_list);
+		list_del(&sheaf->barn_list);
+		free_to_slabs(s, sheaf->objects, sheaf->size);
+		list_add(&sheaf->barn_list, &empty);
+	}
+	while (!list_empty(&empty)) {
+		sheaf = list_entry(empty.next, struct slab_sheaf, barn_list);
+		list_del(&sheaf->barn_list);
+		slab_free_slab(sheaf_cache, virt_to_slab(sheaf), sheaf);
+	}
+}
+
+void flush_all_sheaves(struct kmem_cache *s)
+{
+	unsigned int cpu;
+
+	if (!s->cpu_sheaves)
+		return;
+	for_each_possible_cpu(cpu)
+		flush_cpu_sheaf(s, cpu, -1);
+	barn_shrink(s);
+}
+
+/*
+ * Set the sheaf capacity of every CPU (0: no sheaves). The hint the fast
+ * paths read first goes off before the CPUs' capacities and on after, so
+ * a fast path that read a stale hint only fails over to the slow path,
+ * which reads the CPU's own capacity under its lock.
+ */
+int set_sheaf_capacity(struct kmem_cache *s, unsigned int capacity)
+{
+	unsigned int cpu;
+
+	if (capacity > SHEAF_MAX_CAPACITY || !s->cpu_sheaves)
+		return -EINVAL;
+	if (capacity && s == sheaf_cache)
+		return -EINVAL;	/* barn sheaves would need barn sheaves */
+	if (!capacity)
+		WRITE_ONCE(s->sheaf_capacity, 0);
+	for_each_possible_cpu(cpu)
+		flush_cpu_sheaf(s, cpu, (int)capacity);
+	barn_shrink(s);
+	WRITE_ONCE(s->sheaf_capacity, capacity);
+	return 0;
+}
+
+/* A new cache: nobody can use it yet, so no CPU needs stopping. */
+void init_sheaves(struct kmem_cache *s, unsigned int capacity)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		pcs_ptr(s, cpu)->capacity = capacity;
+	s->sheaf_capacity = capacity;
+}
+
+/*
+ * The capacity a new cache starts with: about 4 KiB of objects per CPU,
+ * 4 to 32 objects; none for the historical presets or debug caches.
+ */
+unsigned int default_sheaf_capacity(const struct kmem_cache *s)
+{
+	unsigned int cap;
+
+	if (!slub_policy.sheaves || s == sheaf_cache)
+		return 0;
+	cap = 4096 / s->size;
+	return cap < 4 ? 4 : cap > 32 ? 32 : cap;
+}
+
+/* Count the objects the sheaves and the barn hold (for sysfs). */
+unsigned long sheaves_objects(struct kmem_cache *s, unsigned long *barn_full)
+{
+	struct node_barn *barn = get_barn(s);
+	unsigned long n = 0;
+	unsigned int cpu;
+	struct list_head *pos;
+
+	if (!s->cpu_sheaves)
+		return 0;
+	for_each_possible_cpu(cpu)
+		n += READ_ONCE(pcs_ptr(s, cpu)->size);
+	slub_lock(&barn->lock);
+	*barn_full = barn->nr_full;
+	list_for_each(pos, &barn->sheaves_full)
+		n += list_entry(pos, struct slab_sheaf, barn_list)->size;
+	slub_unlock(&barn->lock);
+	return n;
+}
+
+int sheaves_init(void)
+{
+	sheaf_cache = kmem_cache_create("slab_sheaf", sizeof(struct slab_sheaf),
+					0, 0, NULL);
+	if (!sheaf_cache)
+		return -ENOMEM;
+	return set_sheaf_capacity(sheaf_cache, 0);
+}
