@@ -28,6 +28,9 @@
 #include "slub_internal.h"
 
 #define MALLOC_API	__attribute__((visibility("default")))
+
+/* A drop-in counts nothing unless SLUB_STATS says so (policy.c). */
+int slub_stats_default = 0;
 #define MIN_MALLOC	16
 #define MAX_PAGES_SIZE	(PAGE_SIZE << MAX_PAGE_ORDER)
 
@@ -222,7 +225,7 @@ static inline bool in_arena(const void *p)
 	       (const char *)p < zone.arena + (zone.nr_pages << PAGE_SHIFT);
 }
 
-static __always_inline void *slub_malloc(size_t size, gfp_t gfp)
+static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp)
 {
 	void *p;
 
@@ -248,6 +251,23 @@ static __always_inline void *slub_malloc(size_t size, gfp_t gfp)
 	return huge_alloc(size, 0);	/* fresh mappings are zeroed */
 }
 
+/*
+ * The fast path: a kmalloc size, the CPU sheaf not empty. Everything else
+ * is out of line, so this stays a leaf that saves no registers.
+ */
+static __always_inline void *slub_malloc(size_t size, gfp_t gfp)
+{
+	if (likely(size <= KMALLOC_MAX_CACHE_SIZE) && !(gfp & __GFP_ZERO) &&
+	    likely(__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))) {
+		struct kmem_cache *s = kmalloc_slab(size < MIN_MALLOC ? MIN_MALLOC : size);
+		void *p;
+
+		if (likely(sheaf_alloc_fast(s, &p)))
+			return p;
+	}
+	return slub_malloc_slow(size, gfp);
+}
+
 static __noinline void bad_free(const void *p, const char *fn, const void *caller)
 {
 	slub_pr_err("BUG: %s(): invalid pointer %p: not allocated by "
@@ -255,7 +275,7 @@ static __noinline void bad_free(const void *p, const char *fn, const void *calle
 	slub_pr_caller(caller);
 }
 
-static inline void slub_free(void *p, const void *caller)
+static __noinline void slub_free_slow(void *p, const void *caller)
 {
 	if (unlikely(!p))
 		return;
@@ -273,6 +293,18 @@ static inline void slub_free(void *p, const void *caller)
 		return;
 	if (!huge_lookup(p, true))
 		bad_free(p, "free", caller);
+}
+
+/* The fast path: an object of a slab, room in the CPU sheaf. */
+static __always_inline void slub_free(void *p, const void *caller)
+{
+	if (likely(in_arena(p))) {	/* NULL is not */
+		struct slab *slab = virt_to_slab(p);
+
+		if (likely(slab) && likely(sheaf_free_fast(slab->slab_cache, p)))
+			return;
+	}
+	slub_free_slow(p, caller);
 }
 
 static size_t usable_size(const void *p)

@@ -347,13 +347,31 @@ struct percpu_array {
 enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, pcpu_off_t v, void **load);
 enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, pcpu_off_t v, void *node);
 
-/* On the current CPU: pop the last object of the array at v. */
-static __always_inline enum rseq_result
-this_cpu_array_pop(pcpu_off_t ctl, pcpu_off_t v, void **load)
+/*
+ * This thread's rseq area when the process runs on glibc's registration,
+ * else NULL: for fast paths that leave every other case to a slow path
+ * out of line, so that they call nothing and save no registers.
+ */
+static __always_inline struct slub_rseq_abi *rseq_fast(void)
 {
-	struct slub_rseq_abi *rs;
+	if (likely(percpu_state.fast))
+		return (struct slub_rseq_abi *)((char *)arch_thread_pointer() +
+						percpu_state.rseq_offset);
+	return NULL;
+}
 
-	RSEQ_GET_OR(rs, percpu_lock_array_pop(ctl, v, load));
+/* rseq_fast()'s area in hand: this_cpu_add(), this_cpu_array_pop/push(). */
+static __always_inline void rseq_add(struct slub_rseq_abi *rs, pcpu_off_t off,
+				     long v)
+{
+	char *p = pcpu_base + off;
+abort:
+	ARCH_RSEQ_ADDV(rs, p, v, PERCPU_UNIT_SHIFT, abort);
+}
+
+static __always_inline enum rseq_result
+rseq_array_pop(struct slub_rseq_abi *rs, pcpu_off_t ctl, pcpu_off_t v, void **load)
+{
 abort:
 	ARCH_RSEQ_ARRAY_POP(rs, pcpu_base + ctl, pcpu_base + v, load,
 			    PERCPU_UNIT_SHIFT, abort, stopped, fail);
@@ -362,6 +380,31 @@ stopped:
 	return RSEQ_STOPPED;
 fail:
 	return RSEQ_FAIL;
+}
+
+static __always_inline enum rseq_result
+rseq_array_push(struct slub_rseq_abi *rs, pcpu_off_t ctl, pcpu_off_t v, void *node)
+{
+abort:
+	ARCH_RSEQ_ARRAY_PUSH(rs, pcpu_base + ctl, pcpu_base + v, node,
+			     PERCPU_UNIT_SHIFT, abort, stopped, fail, dup);
+	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
+fail:
+	return RSEQ_FAIL;
+dup:
+	return RSEQ_DUP;
+}
+
+/* On the current CPU: pop the last object of the array at v. */
+static __always_inline enum rseq_result
+this_cpu_array_pop(pcpu_off_t ctl, pcpu_off_t v, void **load)
+{
+	struct slub_rseq_abi *rs;
+
+	RSEQ_GET_OR(rs, percpu_lock_array_pop(ctl, v, load));
+	return rseq_array_pop(rs, ctl, v, load);
 }
 
 /*
@@ -374,16 +417,7 @@ this_cpu_array_push(pcpu_off_t ctl, pcpu_off_t v, void *node)
 	struct slub_rseq_abi *rs;
 
 	RSEQ_GET_OR(rs, percpu_lock_array_push(ctl, v, node));
-abort:
-	ARCH_RSEQ_ARRAY_PUSH(rs, pcpu_base + ctl, pcpu_base + v, node,
-			     PERCPU_UNIT_SHIFT, abort, stopped, fail, dup);
-	return RSEQ_OK;
-stopped:
-	return RSEQ_STOPPED;
-fail:
-	return RSEQ_FAIL;
-dup:
-	return RSEQ_DUP;
+	return rseq_array_push(rs, ctl, v, node);
 }
 
 /* Take every per-CPU lock in CPU order (fork), and give them back. */

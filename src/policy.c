@@ -52,6 +52,15 @@ static const struct preset presets[] = {
 
 struct slub_policy slub_policy;
 
+/*
+ * Counting the statistics: on in libslub (a kernel developer's tool, as a
+ * CONFIG_SLUB_STATS kernel), off in libslub-malloc, whose malloc.c
+ * overrides this weak default, as in a production kernel. SLUB_STATS in
+ * the environment, or policy/stats at run time, decides either way.
+ */
+__attribute__((weak)) int slub_stats_default = 1;	/* not const: GCC folds a const */
+int slub_stats_on = 1;
+
 /* ---- SLUB_CONFIG ---------------------------------------------------------- */
 
 #define MAX_CONFIG	64
@@ -208,7 +217,7 @@ void policy_init(void)
 			slub_policy = presets[i].p;
 		else
 			slub_pr_err("libslub: SLUB_PRESET=%s is not one of 2007, "
-				    "2009, 2009-thrash, 2011, 2016, 2021, default; "
+				    "2009, 2009-thrash, 2011, 2016, 2021, 2025, default; "
 				    "using default\n", name);
 	}
 	if (cpus && *cpus) {
@@ -221,4 +230,9 @@ void policy_init(void)
 				    "present or possible; ignored\n", cpus);
 	}
 	config_parse(getenv("SLUB_CONFIG"));
+	name = getenv("SLUB_STATS");
+	if (name && *name)
+		slub_stats_on = strcmp(name, "0") != 0;
+	else
+		slub_stats_on = slub_stats_default;
 }

@@ -30,6 +30,8 @@ struct slub_policy {
 };
 
 extern struct slub_policy slub_policy;
+/* Whether stat() counts (SLUB_STATS, policy/stats); see policy.c. */
+extern int slub_stats_on;
 
 const char *order_cpus_name(enum order_cpus o);
 const char *preset_description(void);

@@ -19,16 +19,19 @@ static inline pcpu_off_t stat_off(const struct kmem_cache *s, enum stat_item si)
 }
 
 /*
- * Statistics are on by default: one restartable add each (docs/slub.md
- * gives their cost). -DSLUB_STATS=OFF builds them out.
+ * Statistics: one restartable add each (docs/slub.md gives their cost),
+ * when slub_stats_on says so (on in libslub, off in libslub-malloc, see
+ * policy.c); -DSLUB_STATS=OFF builds them out. ALLOC_FASTPATH is always
+ * counted: it is thrash detection's fastpath_allocs.
  */
 static __always_inline void stat(const struct kmem_cache *s, enum stat_item si)
 {
 #ifdef SLUB_NO_STATS
-	/* ALLOC_FASTPATH stays: it is thrash detection's fastpath_allocs. */
 	if (si != ALLOC_FASTPATH)
 		return;
 #endif
+	if (si != ALLOC_FASTPATH && !READ_ONCE(slub_stats_on))
+		return;
 #ifdef SLUB_NO_THRASH_COUNTER
 	if (si == ALLOC_FASTPATH)
 		return;
@@ -122,6 +125,48 @@ void init_sheaves(struct kmem_cache *s, unsigned int capacity);
 unsigned int default_sheaf_capacity(const struct kmem_cache *s);
 unsigned long sheaves_objects(struct kmem_cache *s, unsigned long *barn_full);
 int sheaves_init(void);
+
+/* stat() with the rseq area in hand (fast paths of rseq_fast() users). */
+static __always_inline void rseq_stat(struct slub_rseq_abi *rs,
+				      const struct kmem_cache *s,
+				      enum stat_item si)
+{
+#ifndef SLUB_NO_STATS
+	if (READ_ONCE(slub_stats_on))
+		rseq_add(rs, stat_off(s, si), 1);
+#else
+	(void)rs; (void)s; (void)si;
+#endif
+}
+
+/*
+ * The sheaf fast paths alone, for callers with a slow path of their own
+ * (the drop-in malloc): false means "take slab_alloc()/slab_free()",
+ * which also covers fallback mode and a thread without glibc's rseq. No
+ * look at the sheaf_capacity hint: a CPU whose capacity is 0 fails the
+ * sequence, and caches without sheaves are not the drop-in's concern.
+ */
+static __always_inline bool sheaf_alloc_fast(struct kmem_cache *s, void **object)
+{
+	struct slub_rseq_abi *rs = rseq_fast();
+
+	if (unlikely(!rs) ||
+	    unlikely(rseq_array_pop(rs, s->cpu_sheaves, CPU_SHEAF(s), object) != RSEQ_OK))
+		return false;
+	rseq_stat(rs, s, ALLOC_PCS);
+	return true;
+}
+
+static __always_inline bool sheaf_free_fast(struct kmem_cache *s, void *object)
+{
+	struct slub_rseq_abi *rs = rseq_fast();
+
+	if (unlikely(!rs) ||
+	    unlikely(rseq_array_push(rs, s->cpu_sheaves, CPU_SHEAF(s), object) != RSEQ_OK))
+		return false;
+	rseq_stat(rs, s, FREE_PCS);
+	return true;
+}
 
 /*
  * The allocation fast path: pop the CPU sheaf when the cache has sheaves,

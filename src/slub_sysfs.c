@@ -44,7 +44,23 @@ static void policy_show(struct seq_buf *sb, void *obj, long arg)
 	case 9:
 		seq_printf(sb, "%d\n", slub_policy.sheaves);
 		break;
+	case 10:
+		seq_printf(sb, "%d\n", READ_ONCE(slub_stats_on));
+		break;
 	}
+}
+
+/* Counting on (1) or off (0) from now on; the counts so far stay. */
+static int stats_store(void *obj, long arg, const char *val)
+{
+	unsigned long v;
+
+	(void)obj;
+	(void)arg;
+	if (sysfs_parse_ulong(val, &v) || v > 1)
+		return -EINVAL;
+	WRITE_ONCE(slub_stats_on, (int)v);
+	return 0;
 }
 
 static const struct slub_attr policy_attrs[] = {
@@ -58,6 +74,7 @@ static const struct slub_attr policy_attrs[] = {
 	{ "max_order", policy_show, NULL, 7 },
 	{ "min_order", policy_show, NULL, 8 },
 	{ "sheaves", policy_show, NULL, 9 },
+	{ "stats", policy_show, stats_store, 10 },
 };
 
 static struct sysfs_dir policy_dir = {

@@ -798,6 +798,14 @@ static void test_free_counted(void)
 
 	if (!SLAB_STATS)
 		return;
+	/* The drop-in counts only when asked: SLUB_STATS, or policy/stats. */
+	if (!getenv("SLUB_STATS")) {
+		CHECK_EQ(sysfs_num("policy/stats"), 0);
+		a = cache_allocs("kmalloc-1k");
+		free(malloc(hide_size(700)));
+		CHECK_EQ(cache_allocs("kmalloc-1k"), a);
+		CHECK_EQ(sysfs_set("policy/stats", "1"), 0);
+	}
 	a = cache_allocs("kmalloc-1k");
 	f = cache_frees("kmalloc-1k");
 	for (int i = 0; i < 100; i++)
@@ -812,6 +820,8 @@ static void test_free_counted(void)
 	}
 	CHECK_EQ(cache_allocs("kmalloc-1k") - a, 100);
 	CHECK_EQ(cache_frees("kmalloc-1k") - f, 100);
+	if (!getenv("SLUB_STATS"))
+		CHECK_EQ(sysfs_set("policy/stats", "0"), 0);
 }
 
 /* ---- Huge blocks: mmap'd, and given back ---------------------------------- */

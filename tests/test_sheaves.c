@@ -95,11 +95,12 @@ static void test_defaults_and_files(void)
 
 	CHECK(a && b);
 	CHECK_EQ(sysfs_num("policy/sheaves"), 1);
-	/* About 4 KiB of objects per CPU, 4 to 32 of them. */
+	/* 32 objects, or 32 KiB of them per CPU, at least 8. */
 	CHECK_EQ(st("t-sh-small", "sheaf_capacity"), 32);
-	CHECK_EQ(st("t-sh-big", "sheaf_capacity"), 4);
-	CHECK_EQ(st("kmalloc-1k", "sheaf_capacity"), 4);
-	CHECK_EQ(st("kmalloc-256", "sheaf_capacity"), 16);
+	CHECK_EQ(st("t-sh-big", "sheaf_capacity"), 32768 / st("t-sh-big", "slab_size"));
+	CHECK_EQ(st("t-sh-big", "sheaf_capacity"), 10);
+	CHECK_EQ(st("kmalloc-1k", "sheaf_capacity"), 32);
+	CHECK_EQ(st("kmalloc-4k", "sheaf_capacity"), 8);
 	/* Bad values are refused and change nothing. */
 	CHECK(slub_sysfs_write("slab/t-sh-small/sheaf_capacity", "65") < 0);
 	CHECK(slub_sysfs_write("slab/t-sh-small/sheaf_capacity", "x") < 0);
