@@ -295,15 +295,16 @@ static __noinline void slub_free_slow(void *p, const void *caller)
 		bad_free(p, "free", caller);
 }
 
-/* The fast path: an object of a slab, room in the CPU sheaf. */
+/*
+ * The fast path: an object of a slab (NULL and other addresses are not in
+ * the arena), room in the CPU sheaf.
+ */
 static __always_inline void slub_free(void *p, const void *caller)
 {
-	if (likely(in_arena(p))) {	/* NULL is not */
-		struct slab *slab = virt_to_slab(p);
+	struct kmem_cache *s = virt_to_cache_fast(p);
 
-		if (likely(slab) && likely(sheaf_free_fast(slab->slab_cache, p)))
-			return;
-	}
+	if (likely(s) && likely(sheaf_free_fast(s, p)))
+		return;
 	slub_free_slow(p, caller);
 }
 

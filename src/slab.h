@@ -242,9 +242,21 @@ struct kmem_cache {
 	int refcount;
 	struct list_head list;		/* slab_caches */
 	struct kmem_cache_node *node[MAX_NUMNODES];
+	unsigned int map_id;		/* in slab_cache_map; 0: none */
 	struct sysfs_dir sysfs;
 	char name_buf[64];
 };
+
+/*
+ * The cache of every page of the arena that is in a slab, one byte a page
+ * (an index into slab_cache_ids; 0: no slab, or a cache beyond the first
+ * 255): what the drop-in's free looks up instead of struct page, 64 times
+ * denser, so that it stays in L1 (tcmalloc's pagemap idea). Set when a
+ * slab is made, cleared when it is freed.
+ */
+#define MAX_MAP_IDS	256
+extern uint8_t *slab_cache_map;
+extern struct kmem_cache *slab_cache_ids[MAX_MAP_IDS];
 
 extern struct list_head slab_caches;
 extern struct slub_lock slab_mutex;

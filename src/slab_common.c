@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "init.h"
 #include "report.h"
@@ -22,6 +23,24 @@ struct slub_boot_params slub_params = {
 /* The cache that struct kmem_cache comes from, itself static. */
 static struct kmem_cache kmem_cache_boot;
 static struct kmem_cache *kmem_cache;
+
+uint8_t *slab_cache_map;
+struct kmem_cache *slab_cache_ids[MAX_MAP_IDS];
+
+/* A map id for a new cache (slab_mutex held); 0 when all are taken. */
+static void assign_map_id(struct kmem_cache *s)
+{
+	s->map_id = 0;
+	if (!slab_cache_map)
+		return;
+	for (unsigned int id = 1; id < MAX_MAP_IDS; id++) {
+		if (!slab_cache_ids[id]) {
+			s->map_id = id;
+			WRITE_ONCE(slab_cache_ids[id], s);
+			return;
+		}
+	}
+}
 
 /* ---- Sizing ------------------------------------------------------------------ */
 
@@ -259,6 +278,7 @@ static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 	}
 	init_kmem_cache_nodes(s, n);
 	init_sheaves(s, default_sheaf_capacity(s));
+	assign_map_id(s);
 	list_add_tail(&s->list, &slab_caches);
 	slab_sysfs_add(s);
 	policy_apply_cache(s->name);
@@ -419,6 +439,8 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	list_del(&s->list);
 	slab_sysfs_remove(s);
 	free_percpu_state(s);
+	if (s->map_id)
+		WRITE_ONCE(slab_cache_ids[s->map_id], NULL);
 	slub_unlock(&slab_mutex);
 	kmem_cache_free(kmem_cache, s);
 }
@@ -522,6 +544,11 @@ int slab_init(void)
 	int err;
 
 	slab_read_params();
+	/* One byte a page of the arena, only backed where slabs are. */
+	slab_cache_map = mmap(NULL, zone.nr_pages, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (slab_cache_map == MAP_FAILED)
+		slab_cache_map = NULL;	/* free() goes through struct page */
 	slub_lock(&slab_mutex);
 	err = __kmem_cache_create(&kmem_cache_boot, &kmem_cache_boot_node,
 				  "kmem_cache", sizeof(struct kmem_cache_with_node),

@@ -174,6 +174,8 @@ static struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp)
 	slab->counters = 0;
 	slab->objects = objects;
 	set_page_state(page, PGTY_SLAB, order);
+	if (s->map_id)
+		memset(slab_cache_map + page_to_pfn(page), (int)s->map_id, 1U << order);
 	inc_slabs_node(get_node(s, 0), objects);
 	return slab;
 }
@@ -184,6 +186,8 @@ void discard_slab(struct kmem_cache *s, struct slab *slab)
 	unsigned int order = slab_order(slab);
 
 	dec_slabs_node(get_node(s, slab_nid(slab)), slab->objects);
+	if (s->map_id)
+		memset(slab_cache_map + page_to_pfn(page), 0, 1U << order);
 	for (unsigned int i = 1; i < 1U << order; i++)
 		page[i].slab_private[0] = 0;
 	memset(page->slab_private, 0, sizeof(page->slab_private));

@@ -233,6 +233,20 @@ static inline struct slab *virt_to_slab(const void *addr)
 	return (struct slab *)page;
 }
 
+/*
+ * The cache of an object, from slab_cache_map: NULL if the address is not
+ * in a slab of a cache with a map id (then ask virt_to_slab()). For frees,
+ * of objects the caller owns: their slab cannot go away meanwhile.
+ */
+static __always_inline struct kmem_cache *virt_to_cache_fast(const void *addr)
+{
+	uintptr_t off = (uintptr_t)((const char *)addr - zone.arena);
+
+	if (unlikely(off >= zone.nr_pages << PAGE_SHIFT) || unlikely(!slab_cache_map))
+		return NULL;
+	return slab_cache_ids[slab_cache_map[off >> PAGE_SHIFT]];
+}
+
 /* kmalloc's caches: index i holds kmalloc-2^i, 1 and 2 kmalloc-96 and -192. */
 extern struct kmem_cache *kmalloc_caches[KMALLOC_SHIFT_HIGH + 1];
 /* Sizes up to 192, in steps of 8, to their cache index. */

@@ -19,6 +19,7 @@
 
 #include "helpers.h"
 #include "page_alloc.h"
+#include "slub_internal.h"
 #include "test.h"
 
 #define MAX_FULL	10	/* MAX_FULL_SHEAVES */
@@ -264,6 +265,59 @@ static void test_double_free(void)
 	done_cache(df_cache);
 }
 
+/*
+ * slab_cache_map, the drop-in free's lookup: every slab page of a cache
+ * with a map id names it; ids run out at 255 caches (those caches fall
+ * back on struct page) and come back when a cache is destroyed.
+ */
+static void test_cache_map(void)
+{
+	enum { NR = 300 };
+	static struct kmem_cache *c[NR];
+	static void *o[NR];
+	int with_id = 0, without = 0;
+	char name[32];
+
+	for (int i = 0; i < NR; i++) {
+		snprintf(name, sizeof(name), "t-sh-map%d", i);
+		/* 3 pages: order-1 slabs at least, so tail pages are mapped too. */
+		c[i] = kmem_cache_create(name, 3000, 0, 0, NULL);
+		CHECK(c[i] != NULL);
+		o[i] = c[i] ? kmem_cache_alloc(c[i], GFP_KERNEL) : NULL;
+		CHECK(o[i] != NULL);
+		if (!o[i])
+			continue;
+		if (virt_to_cache_fast(o[i]) == c[i]) {
+			with_id++;
+			/* Every page of the slab, head and tails. */
+			struct slab *slab = virt_to_slab(o[i]);
+			char *base = page_address((struct page *)slab);
+
+			for (unsigned int k = 0; k < 1U << PAGE_STATE_ORDER(slab->state); k++)
+				CHECK(virt_to_cache_fast(base + k * PAGE_SIZE) == c[i]);
+		} else {
+			CHECK(virt_to_cache_fast(o[i]) == NULL);
+			without++;
+		}
+	}
+	/* kmem_cache, slab_sheaf, the kmalloc caches and others took some. */
+	CHECK(with_id > 200 && with_id < 255);
+	CHECK_EQ(with_id + without, NR);
+	CHECK(virt_to_cache_fast(o) == NULL);	/* not in the arena */
+	for (int i = 0; i < NR; i++) {
+		kmem_cache_free(c[i], o[i]);
+		kmem_cache_shrink(c[i]);
+		/* The slab is gone: its pages name no cache. */
+		CHECK(virt_to_cache_fast(o[i]) == NULL);
+		kmem_cache_destroy(c[i]);
+	}
+	c[0] = kmem_cache_create("t-sh-map-again", 64, 0, 0, NULL);
+	o[0] = kmem_cache_alloc(c[0], GFP_KERNEL);
+	CHECK(virt_to_cache_fast(o[0]) == c[0]);
+	kmem_cache_free(c[0], o[0]);
+	kmem_cache_destroy(c[0]);
+}
+
 /* ---- Across CPUs ---------------------------------------------------------- */
 
 struct xfer {
@@ -457,6 +511,7 @@ int main(void)
 	TEST(test_barn_full);
 	TEST(test_capacity_zero);
 	TEST(test_double_free);
+	TEST(test_cache_map);
 	TEST(test_producer_consumer);
 	TEST(test_stress);
 	return test_done();
