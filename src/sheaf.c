@@ -33,18 +33,24 @@ static inline struct node_barn *get_barn(struct kmem_cache *s)
 	return &get_node(s, 0)->barn;
 }
 
-/* Lock this CPU's sheaves and stop their fast paths; returns the CPU. */
-static unsigned int pcs_lock_local(struct kmem_cache *s)
+/*
+ * Lock this CPU's sheaves and stop their fast paths. Only a trylock: the
+ * holder may be a thread of this CPU that was preempted inside its short
+ * critical section, and with more threads than CPUs waiting for it would
+ * stall every thread of the CPU for a time slice. Whoever fails goes
+ * around the sheaves, to the slabs (the kernel's local_trylock() in
+ * alloc_from_pcs(), for its own reasons).
+ */
+static bool pcs_trylock_local(struct kmem_cache *s, unsigned int *cpu)
 {
-	unsigned int cpu;
-
 	for (;;) {
-		cpu = raw_smp_processor_id();
-		percpu_lock(s->cpu_sheaves, cpu);
-		if (percpu_stop_local(s->cpu_sheaves, cpu))
-			return cpu;
+		*cpu = raw_smp_processor_id();
+		if (!percpu_trylock(s->cpu_sheaves, *cpu))
+			return false;
+		if (percpu_stop_local(s->cpu_sheaves, *cpu))
+			return true;
 		/* Migrated between reading the CPU and locking it. */
-		percpu_unlock(s->cpu_sheaves, cpu);
+		percpu_unlock(s->cpu_sheaves, *cpu);
 	}
 }
 
@@ -160,8 +166,13 @@ static unsigned int refill_from_slabs(struct kmem_cache *s, gfp_t gfp,
 static void install_objects(struct kmem_cache *s, void **objs, unsigned int n)
 {
 	struct slub_percpu_sheaves *pcs;
-	unsigned int cpu = pcs_lock_local(s), k;
+	unsigned int cpu, k;
 
+	if (!pcs_trylock_local(s, &cpu)) {
+		stat(s, SHEAF_BUSY);
+		free_to_slabs(s, objs, n);
+		return;
+	}
 	pcs = pcs_ptr(s, cpu);
 	k = pcs->capacity > pcs->size ? pcs->capacity - pcs->size : 0;
 	if (k > n)
@@ -186,7 +197,10 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 	unsigned int cpu, cap, n;
 	void *object;
 
-	cpu = pcs_lock_local(s);
+	if (!pcs_trylock_local(s, &cpu)) {
+		stat(s, SHEAF_BUSY);
+		return slab_alloc_slab(s, gfp);
+	}
 	pcs = pcs_ptr(s, cpu);
 	cap = pcs->capacity;
 	if (pcs->size) {
@@ -239,7 +253,11 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 	struct slab_sheaf *sheaf;
 	unsigned int cpu, n;
 
-	cpu = pcs_lock_local(s);
+	if (!pcs_trylock_local(s, &cpu)) {
+		stat(s, SHEAF_BUSY);
+		slab_free_slab(s, virt_to_slab(object), object);
+		return;
+	}
 	pcs = pcs_ptr(s, cpu);
 	n = pcs->size;
 	if (n && pcs->objects[n - 1] == object) {

@@ -94,6 +94,7 @@ enum stat_item {
 	BARN_GET_FAIL,		/* no full sheaf in the barn */
 	BARN_PUT,		/* full sheaf put in the barn */
 	BARN_PUT_FAIL,		/* the barn had room for no more full sheaves */
+	SHEAF_BUSY,		/* CPU sheaves locked: went to the slabs */
 	NR_SLUB_STAT_ITEMS
 };
 

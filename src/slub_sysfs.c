@@ -422,6 +422,7 @@ static const struct slub_attr slab_attrs[] = {
 	STAT("barn_get_fail", BARN_GET_FAIL),
 	STAT("barn_put", BARN_PUT),
 	STAT("barn_put_fail", BARN_PUT_FAIL),
+	STAT("sheaf_busy", SHEAF_BUSY),
 };
 
 void slab_sysfs_add(struct kmem_cache *s)
