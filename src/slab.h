@@ -238,6 +238,16 @@ struct kmem_cache {
 	struct kmem_cache_order_objects min;	/* fallback */
 	unsigned int align;
 	unsigned int inuse;		/* offset to metadata */
+	/*
+	 * Is a freed pointer the start of an object? Every slab is a buddy
+	 * block, aligned to its size, so while all slabs have one order the
+	 * offset is p & check_mask (0: mixed orders, ask struct page), and
+	 * with size = odd << check_shift, the offset is a multiple of size
+	 * iff its low bits are 0 and (off >> check_shift) * check_inv, mod
+	 * 2^32, is at most check_limit (the odd divisor's inverse).
+	 */
+	unsigned long check_mask;
+	unsigned int check_shift, check_inv, check_limit, check_end;
 	void (*ctor)(void *);
 	const char *name;
 	int refcount;

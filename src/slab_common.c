@@ -184,6 +184,25 @@ int calculate_sizes(struct kmem_cache *s, int forced_order)
 	return 0;
 }
 
+/* The constants of object_start_fast() for s's order (see slab.h). */
+void set_object_check(struct kmem_cache *s)
+{
+	unsigned int order = oo_order(s->oo), odd = s->size, shift = 0, inv = odd;
+
+	while (!(odd & 1)) {
+		odd >>= 1;
+		shift++;
+	}
+	/* Newton's iteration: each step doubles the correct low bits. */
+	for (int i = 0; i < 5; i++)
+		inv *= 2 - odd * inv;
+	s->check_shift = shift;
+	s->check_inv = inv;
+	s->check_limit = UINT32_MAX / odd;
+	s->check_end = oo_objects(s->oo) * odd;
+	WRITE_ONCE(s->check_mask, (PAGE_SIZE << order) - 1);
+}
+
 /* The kernel's set_cpu_partial(): how much to keep on CPU partial lists. */
 void set_cpu_partial(struct kmem_cache *s, unsigned int nr_objects)
 {
@@ -262,6 +281,7 @@ static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 	s->refcount = 1;
 	if (calculate_sizes(s, -1))
 		return -EINVAL;
+	set_object_check(s);
 	set_min_partial(s);
 	set_cpu_partial(s, slub_policy.cpu_partial ? default_cpu_partial(s) : 0);
 	set_thrash_ratio(s, slub_policy.thrash_ratio);

@@ -149,8 +149,11 @@ static struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp)
 		oo = s->min;
 		order = oo_order(oo);
 		addr = __get_free_pages((gfp & ~__GFP_ZERO) | __GFP_NOWARN, order);
-		if (addr)
+		if (addr) {
 			stat(s, ORDER_FALLBACK);
+			/* Slabs of two orders: object_start_fast() cannot tell. */
+			WRITE_ONCE(s->check_mask, 0);
+		}
 	}
 	if (unlikely(!addr))
 		return NULL;
@@ -738,6 +741,28 @@ void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
 	else
 		slub_pr_err("BUG %s: Invalid pointer %p: not a slab object\n",
 			    s ? s->name : "(null)", obj);
+	slub_pr_caller(caller);
+}
+
+/*
+ * Is obj the start of an object of slab? The exact answer, from the slab
+ * itself, when object_start_fast() could not say yes.
+ */
+bool object_start(struct kmem_cache *s, struct slab *slab, const void *obj)
+{
+	const char *base = page_address((struct page *)slab);
+	uintptr_t off = (uintptr_t)((const char *)obj - base);
+
+	return (const char *)obj >= base && off % s->size == 0 &&
+	       off / s->size < slab->objects;
+}
+
+__noinline void report_invalid_pointer(struct kmem_cache *s, const void *obj,
+				       const void *caller)
+{
+	slub_pr_err("BUG %s: Invalid object pointer 0x%p\nObject %p: not the "
+		    "start of an object of its slab; not freed\n", s->name,
+		    obj, obj);
 	slub_pr_caller(caller);
 }
 

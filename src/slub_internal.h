@@ -115,6 +115,30 @@ static __always_inline void slab_free_slab(struct kmem_cache *s,
 	stat(s, FREE_SLOWPATH);
 }
 
+void set_object_check(struct kmem_cache *s);
+bool object_start(struct kmem_cache *s, struct slab *slab, const void *obj);
+void report_invalid_pointer(struct kmem_cache *s, const void *obj,
+			    const void *caller);
+
+/*
+ * Is obj, in a slab of s, the start of an object? A multiply and a few
+ * compares (slab.h has the arithmetic); false also when it cannot tell,
+ * and then object_start() decides. A free must never put an address
+ * inside an object on a freelist or in a sheaf: it would be handed out
+ * overlapping another object.
+ */
+static __always_inline bool object_start_fast(const struct kmem_cache *s,
+					      const void *obj)
+{
+	unsigned long mask = READ_ONCE(s->check_mask);
+	unsigned long off = (uintptr_t)obj & mask;
+
+	if (unlikely(!mask) || unlikely(off & ((1UL << s->check_shift) - 1)))
+		return false;
+	off >>= s->check_shift;
+	return (uint32_t)off * s->check_inv <= s->check_limit && off < s->check_end;
+}
+
 /* Sheaves (sheaf.c). */
 void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp);
 void free_to_pcs_slow(struct kmem_cache *s, void *object);
@@ -161,7 +185,7 @@ static __always_inline bool sheaf_free_fast(struct kmem_cache *s, void *object)
 {
 	struct slub_rseq_abi *rs = rseq_fast();
 
-	if (unlikely(!rs) ||
+	if (unlikely(!rs) || unlikely(!object_start_fast(s, object)) ||
 	    unlikely(rseq_array_push(rs, s->cpu_sheaves, CPU_SHEAF(s), object) != RSEQ_OK))
 		return false;
 	rseq_stat(rs, s, FREE_PCS);
@@ -201,6 +225,11 @@ static __always_inline void slab_free(struct kmem_cache *s, struct slab *slab,
 {
 	enum rseq_result r;
 
+	if (unlikely(!object_start_fast(s, object)) &&
+	    !object_start(s, slab, object)) {
+		report_invalid_pointer(s, object, __builtin_return_address(0));
+		return;
+	}
 	if (unlikely(!READ_ONCE(s->sheaf_capacity))) {
 		slab_free_slab(s, slab, object);
 		return;

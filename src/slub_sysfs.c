@@ -147,6 +147,8 @@ static int order_store(void *obj, long arg, const char *val)
 	 */
 	ratio = thrash_ratio(s);
 	old_objects = oo_objects(s->oo);
+	if (oo_order(tmp.oo) != oo_order(s->oo))
+		WRITE_ONCE(s->check_mask, 0);	/* slabs of two orders now */
 	WRITE_ONCE(s->oo.x, tmp.oo.x);
 	set_cpu_partial(s, READ_ONCE(s->cpu_partial));
 	/* Same objects per slab: recomputing would only round down again. */

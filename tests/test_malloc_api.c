@@ -1004,6 +1004,24 @@ static void bad_frees(void)
 	check_bad_free("block + 32", block, 64 * KiB, block + 32);
 	CHECK_EQ(ksize(block), 64 * KiB);
 
+	/* Inside a slab object: reported, not freed, never handed out. */
+	{
+		unsigned char *obj = malloc(hide_size(100)), *q[64];
+
+		memset(obj, 0x5a, 100);
+		a.p = obj + 16;
+		capture_stderr(do_free, &a, out, sizeof(out));
+		CHECK(strstr(out, "BUG kmalloc-128: Invalid object pointer") != NULL);
+		CHECK(all_bytes(obj, 100, 0x5a));
+		for (int i = 0; i < 64; i++) {
+			q[i] = malloc(hide_size(100));
+			CHECK(q[i] != obj + 16);
+		}
+		for (int i = 0; i < 64; i++)
+			free(q[i]);
+		free(obj);
+	}
+
 	/* realloc of a foreign pointer: reported, NULL, nothing written. */
 	memset(stack_buf, 0x5a, sizeof(stack_buf));
 	a.p = hide(stack_buf);

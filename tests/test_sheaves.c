@@ -265,6 +265,83 @@ static void test_double_free(void)
 	done_cache(df_cache);
 }
 
+struct bad_free {
+	struct kmem_cache *s;
+	void *p;
+};
+
+static void free_bad(void *arg)
+{
+	struct bad_free *b = arg;
+
+	kmem_cache_free(b->s, b->p);
+}
+
+/* Frees of an address inside an object, or past the last: reported, not freed. */
+static void check_invalid_frees(const char *name, unsigned int size)
+{
+	struct kmem_cache *s = kmem_cache_create(name, size, 0, 0, NULL);
+	struct bad_free b;
+	char out[2048], want[96];
+	long long objs_per_slab;
+	char *p, *bad[3];
+	int n = 0;
+
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	snprintf(want, sizeof(want), "BUG %s: Invalid object pointer", name);
+	p = kmem_cache_alloc(s, GFP_KERNEL);
+	objs_per_slab = st(name, "objs_per_slab");
+	bad[0] = p + 8;
+	bad[1] = p + s->size - 8;
+	/* The slab's tail: where object objs_per_slab would start. */
+	bad[2] = (char *)page_address((struct page *)virt_to_slab(p)) +
+		 objs_per_slab * s->size;
+	for (int i = 0; i < 3; i++) {
+		if (virt_to_slab(bad[i]) != virt_to_slab(p)) {
+			bad[i] = NULL;	/* no tail: the slab ends there */
+			continue;
+		}
+		b = (struct bad_free){ s, bad[i] };
+		capture_stderr(free_bad, &b, out, sizeof(out));
+		CHECK(strstr(out, want) != NULL);
+		n++;
+	}
+	CHECK(n >= 2);
+	/* None of them went anywhere an allocation could find it. */
+	for (int i = 0; i < N; i++) {
+		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		for (int k = 0; k < 3; k++)
+			CHECK(!bad[k] || objs[i] != bad[k]);
+	}
+	for (int i = 0; i < N; i++)
+		kmem_cache_free(s, objs[i]);
+	kmem_cache_free(s, p);
+	kmem_cache_destroy(s);
+}
+
+static void test_invalid_pointer(void)
+{
+	check_invalid_frees("t-sh-inv64", 64);
+	check_invalid_frees("t-sh-inv96", 96);
+	check_invalid_frees("t-sh-inv200", 200);
+	check_invalid_frees("t-sh-inv3000", 3000);
+	/* Without sheaves: the check is the slab free's too. */
+	CHECK_EQ(slab_set("kmalloc-96", "sheaf_capacity", "0"), 0);
+	{
+		char out[2048];
+		struct bad_free b;
+		char *p = kmalloc(90, GFP_KERNEL);
+
+		b = (struct bad_free){ virt_to_slab(p)->slab_cache, p + 48 };
+		capture_stderr(free_bad, &b, out, sizeof(out));
+		CHECK(strstr(out, "BUG kmalloc-96: Invalid object pointer") != NULL);
+		kfree(p);
+	}
+	CHECK_EQ(slab_set("kmalloc-96", "sheaf_capacity", "32"), 0);
+}
+
 /*
  * slab_cache_map, the drop-in free's lookup: every slab page of a cache
  * with a map id names it; ids run out at 255 caches (those caches fall
@@ -512,6 +589,7 @@ int main(void)
 	TEST(test_capacity_zero);
 	TEST(test_double_free);
 	TEST(test_cache_map);
+	TEST(test_invalid_pointer);
 	TEST(test_producer_consumer);
 	TEST(test_stress);
 	return test_done();
