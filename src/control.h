@@ -45,6 +45,14 @@ int control_dir_candidate(int i, char *buf, size_t size);
 /* <dir>/<pid>.sock; -ENAMETOOLONG when it does not fit a sockaddr_un. */
 int control_socket_path(char *buf, size_t size, const char *dir, long pid);
 
+/*
+ * Make the private directory and listen on <dir>/<our pid>.sock in it
+ * (non-blocking, close-on-exec, mode 0600). The path goes to path.
+ * Returns the socket, or -errno: -EPERM for a directory that is not
+ * private, -EADDRINUSE when a live process answers on that path.
+ */
+int control_listen(char *path, size_t size, int backlog);
+
 /* The socket this process serves on, "" when it serves none. */
 void control_path(char *buf, size_t size);
 
