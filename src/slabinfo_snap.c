@@ -174,21 +174,27 @@ static int read_line(const struct slabinfo_source *src, const char *path,
 	return 0;
 }
 
-/* -ENOENT: the cache went away between the listing and now. */
+/*
+ * -ENOENT: the cache went away between the listing and now. A file of
+ * the others that is missing (an older library's flags) reads 0.
+ */
 static int collect_cache(const struct slabinfo_source *src, const char *name,
 			 struct si_cache *c)
 {
 	char path[SI_NAME_MAX + 64];
 	char buf[64];
-	int ret;
+	ssize_t n;
 
 	memset(c, 0, sizeof(*c));
 	snprintf(c->name, sizeof(c->name), "%s", name);
-	snprintf(path, sizeof(path), "slab/%s/object_size", name);
-	ret = (int)src->read(src->ctx, path, buf, sizeof(buf));
-	if (ret < 0)
-		return ret;
-	for (int i = 0; i < SI_NR_FIELDS; i++) {
+	snprintf(path, sizeof(path), "slab/%s/%s", name, si_fields[0].name);
+	n = src->read(src->ctx, path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	c->v[0] = strtoul(buf, NULL, 10);
+	for (int i = 1; i < SI_NR_FIELDS; i++) {
+		int ret;
+
 		snprintf(path, sizeof(path), "slab/%s/%s", name, si_fields[i].name);
 		ret = read_num(src, path, &c->v[i]);
 		if (ret)

@@ -450,13 +450,17 @@ static void test_gone(void)
 /* SLUB_STATS=1: the report at exit, read back by slabinfo -f. */
 static void test_exit_report(void)
 {
-	char file[128], pid[32];
+	char file[128], pid[32], sock[160];
 	struct child c;
 	struct table_row r;
 	struct activity_row a;
 
 	snprintf(file, sizeof(file), "%s/report", ctl_dir);
 	CHECK(spawn(&c, false, file));
+	/* Not asked for: no socket, and process/control says so. */
+	CHECK(!strcmp(ask(&c, "get process/control", sock, sizeof(sock)), ""));
+	snprintf(sock, sizeof(sock), "%s/%ld.sock", ctl_dir, (long)c.pid);
+	CHECK(access(sock, F_OK) && errno == ENOENT);
 	CHECK_EQ(quit(&c), 0);
 	CHECK_EQ(run_cmd(out, sizeof(out), "head -n 1 %s", file), 0);
 	CHECK(!strcmp(out, "libslub: SLUB_STATS report for slabinfo_child\n"));
