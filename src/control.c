@@ -64,6 +64,8 @@ static struct {
 	int wake[2];			/* stop: a byte on wake[1] */
 	int conn_fd[CTL_MAX_CONNS];	/* -1: free slot */
 	struct ctl_conn *conns;		/* the thread's buffers */
+	char *out;			/* ... and its reply buffer */
+	size_t out_cap;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 } ctl = { .lock = SLUB_LOCK_INIT, .listen_fd = -1, .wake = { -1, -1 } };
 
@@ -113,6 +115,8 @@ static int reply_error(int fd, int err, const char *why)
 	int n = snprintf(line, sizeof(line), "error %d %s\n", err,
 			 why ? why : strerror(err));
 
+	if (n >= (int)sizeof(line))	/* cut, but still one line */
+		line[(n = (int)sizeof(line) - 1) - 1] = '\n';
 	return send_all(fd, line, (size_t)n);
 }
 
@@ -128,22 +132,37 @@ static int reply_ok(int fd, const char *data, size_t len)
 
 /* ---- Requests ---------------------------------------------------------------- */
 
-/* Read a whole file through the namespace; the buffer grows as needed. */
-static ssize_t read_file(const char *path, char **buf, size_t *cap)
+/*
+ * Size the reply buffer. Under ctl.lock, so that a fork never sees the
+ * pointer in the middle of a change (the child frees it); the allocator's
+ * locks come after ctl.lock, as in the fork handlers.
+ */
+static bool out_resize(size_t size)
+{
+	char *buf;
+
+	slub_lock(&ctl.lock);
+	buf = realloc(ctl.out, size);
+	if (buf) {
+		ctl.out = buf;
+		ctl.out_cap = size;
+	}
+	slub_unlock(&ctl.lock);
+	return buf != NULL;
+}
+
+/* Read a whole file through the namespace into ctl.out. */
+static ssize_t read_file(const char *path)
 {
 	for (;;) {
-		ssize_t n = slub_sysfs_read(path, *buf, *cap);
-		char *bigger;
+		ssize_t n = slub_sysfs_read(path, ctl.out, ctl.out_cap);
 
-		if (n < 0 || (size_t)n < *cap)
+		if (n < 0 || (size_t)n < ctl.out_cap)
 			return n;
 		if ((size_t)n >= CTL_REPLY_MAX)
 			return -EFBIG;
-		bigger = realloc(*buf, (size_t)n + 1);
-		if (!bigger)
+		if (!out_resize((size_t)n + 1))
 			return -ENOMEM;
-		*buf = bigger;
-		*cap = (size_t)n + 1;
 	}
 }
 
@@ -162,7 +181,7 @@ static bool well_formed(const char *line, size_t len)
 }
 
 /* Returns -1 when the connection must be closed (the client is gone). */
-static int handle_request(int fd, char *line, size_t len, char **out, size_t *cap)
+static int handle_request(int fd, char *line, size_t len)
 {
 	char *verb = line, *path, *value = NULL;
 	ssize_t n;
@@ -195,10 +214,10 @@ static int handle_request(int fd, char *line, size_t len, char **out, size_t *ca
 	} else if (strcmp(verb, "read")) {
 		return reply_error(fd, EINVAL, "unknown request");
 	}
-	n = read_file(path, out, cap);
+	n = read_file(path);
 	if (n < 0)
 		return reply_error(fd, (int)-n, NULL);
-	return reply_ok(fd, *out, (size_t)n);
+	return reply_ok(fd, ctl.out, (size_t)n);
 }
 
 /* ---- Connections ---------------------------------------------------------------- */
@@ -248,7 +267,7 @@ static void conn_accept(void)
 }
 
 /* New bytes on connection i: serve every whole line. */
-static void conn_input(int i, char **out, size_t *cap)
+static void conn_input(int i)
 {
 	struct ctl_conn *c = &ctl.conns[i];
 	int fd = ctl.conn_fd[i];
@@ -269,7 +288,7 @@ static void conn_input(int i, char **out, size_t *cap)
 	while ((nl = memchr(c->buf, '\n', c->len))) {
 		size_t len = (size_t)(nl - c->buf);
 
-		if (handle_request(fd, c->buf, len, out, cap)) {
+		if (handle_request(fd, c->buf, len)) {
 			conn_close(i);
 			return;
 		}
@@ -286,11 +305,10 @@ static void *ctl_thread(void *arg)
 {
 	struct pollfd pfd[2 + CTL_MAX_CONNS];
 	int slot[CTL_MAX_CONNS];
-	size_t cap = 4096;
-	char *out = malloc(cap);
+	bool ok = out_resize(4096);
 
 	(void)arg;
-	while (out) {
+	while (ok) {
 		long long now = now_ms(), wait = CTL_IDLE_MS;
 		int nfds = 2;
 
@@ -314,15 +332,24 @@ static void *ctl_thread(void *arg)
 			break;
 		for (int k = 2; k < nfds; k++)
 			if (pfd[k].revents)
-				conn_input(slot[k - 2], &out, &cap);
+				conn_input(slot[k - 2]);
 		if (pfd[1].revents & POLLIN)
 			conn_accept();
 	}
 	for (int i = 0; i < CTL_MAX_CONNS; i++)
 		if (ctl.conn_fd[i] >= 0)
 			conn_close(i);
-	free(out);
 	return NULL;
+}
+
+/* Under ctl.lock, or in a child, or with the thread gone. */
+static void free_buffers(void)
+{
+	free(ctl.conns);
+	free(ctl.out);
+	ctl.conns = NULL;
+	ctl.out = NULL;
+	ctl.out_cap = 0;
 }
 
 static void close_fds(void)
@@ -357,8 +384,7 @@ static void ctl_fork_child(void)
 	served_path[0] = '\0';
 	if (ctl.state != CTL_STOPPED) {
 		close_fds();
-		free(ctl.conns);
-		ctl.conns = NULL;
+		free_buffers();
 		ctl.path[0] = '\0';
 		ctl.state = CTL_STOPPED;
 	}
@@ -430,8 +456,7 @@ int slub_control_start(void)
 		if (ctl.path[0])
 			unlink(ctl.path);
 		close_fds();
-		free(ctl.conns);
-		ctl.conns = NULL;
+		free_buffers();
 		ctl.path[0] = '\0';
 	} else {
 		ctl.state = CTL_RUNNING;
@@ -462,8 +487,7 @@ void slub_control_stop(void)
 	slub_lock(&ctl.lock);
 	unlink(ctl.path);
 	close_fds();
-	free(ctl.conns);
-	ctl.conns = NULL;
+	free_buffers();
 	ctl.path[0] = '\0';
 	ctl.state = CTL_STOPPED;
 	slub_unlock(&ctl.lock);
