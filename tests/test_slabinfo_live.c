@@ -521,8 +521,8 @@ int main(void)
 	TEST(test_live_shrink);
 	TEST(test_gone);
 	TEST(test_exit_report);
-	rmdir(ctl_dir);
+	/* Whatever a failed check left behind goes too. */
 	*strrchr(ctl_dir, '/') = '\0';
-	rmdir(ctl_dir);
+	run_cmd(out, sizeof(out), "rm -rf %s", ctl_dir);
 	return test_done();
 }
