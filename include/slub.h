@@ -14,6 +14,7 @@
 #define SLUB_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -170,6 +171,35 @@ SLUB_API size_t ksize(const void *p);
  */
 SLUB_API ssize_t slub_sysfs_read(const char *path, char *buf, size_t size);
 SLUB_API int slub_sysfs_write(const char *path, const char *value);
+
+/* ---- slabinfo and the control socket ---------------------------------------- */
+
+/*
+ * Print this process's slabinfo on f: what the slabinfo command prints,
+ * from the same code. options are the command's, in one string split at
+ * spaces: "" (the table), "-D" (activity), "-r kmalloc-64" (full report),
+ * "-T" (totals), "-b" (page allocator), "-S", "-L", "-A" (sort), "-e",
+ * "-s" (shrink first), "-N 10", "--json", and a regex of cache names.
+ * See docs/slabinfo.md. Returns 0, -EINVAL for a bad option (the reason
+ * is written on f), -ENOMEM.
+ */
+SLUB_API int slub_slabinfo_print(FILE *f, const char *options);
+
+/*
+ * Serve this process's namespace, read and write, on a Unix socket for
+ * `slabinfo -p PID`: <dir>/<pid>.sock in a directory only this user can
+ * open ($SLUB_CONTROL_DIR, else $XDG_RUNTIME_DIR/libslub, else
+ * /tmp/libslub-<uid>). SLUB_CONTROL=1 calls it when the library comes up.
+ * One thread serves; it is stopped and the socket removed at exit, and a
+ * forked child does not serve unless it calls this itself. Returns 0
+ * (also when already serving) or a negative errno: -EPERM when the
+ * directory is not private to the user, -EADDRINUSE, -ENAMETOOLONG.
+ */
+SLUB_API int slub_control_start(void);
+/* Stop serving and remove the socket; nothing if not serving. */
+SLUB_API void slub_control_stop(void);
+/* The socket's path into buf: 0, -ENOENT when not serving, -ENAMETOOLONG. */
+SLUB_API int slub_control_path(char *buf, size_t size);
 
 #ifdef __cplusplus
 }

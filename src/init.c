@@ -8,8 +8,10 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "control.h"
 #include "init.h"
 #include "percpu.h"
+#include "slabinfo.h"
 #include "slub_internal.h"
 #include "sysfs.h"
 
@@ -94,12 +96,16 @@ int slub_init_slow(void)
 	cpu_sysfs_init();
 	page_alloc_sysfs_init();
 	slab_sysfs_init();
+	process_sysfs_init();
 	in_slub_init = 1;
 	policy_apply_global();
 	in_slub_init = 0;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&slub_initialised, 1, __ATOMIC_RELEASE);
 	slub_unlock(&init_lock);
+	/* Up: now SLUB_STATS=1 and SLUB_CONTROL=1 may use the namespace. */
+	slabinfo_exit_arm();
+	control_init_env();
 	return 0;
 }
 

@@ -305,6 +305,12 @@ static void ctor_show(struct seq_buf *sb, void *obj, long arg)
 		seq_printf(sb, "%p\n", (void *)(uintptr_t)s->ctor);
 }
 
+/* A creation flag, 0 or 1 (the kernel's hwcache_align, red_zone, ...). */
+static void flag_show(struct seq_buf *sb, void *obj, long flag)
+{
+	seq_printf(sb, "%d\n", !!(((struct kmem_cache *)obj)->flags & (slab_flags_t)flag));
+}
+
 static int shrink_store(void *obj, long arg, const char *val)
 {
 	unsigned long v;
@@ -364,6 +370,7 @@ static int stat_store(void *obj, long si, const char *val)
 }
 
 #define VALUE(n, v)	{ n, value_show, NULL, v }
+#define FLAG(n, f)	{ n, flag_show, NULL, f }
 #define STAT(n, si)	{ n, stat_show, stat_store, si }
 
 static const struct slub_attr slab_attrs[] = {
@@ -382,6 +389,12 @@ static const struct slub_attr slab_attrs[] = {
 	{ "cpu_partial", cpu_partial_show, cpu_partial_store, 0 },
 	{ "slabs_cpu_partial", slabs_cpu_partial_show, NULL, 0 },
 	{ "ctor", ctor_show, NULL, 0 },
+	FLAG("hwcache_align", SLAB_HWCACHE_ALIGN),
+	FLAG("sanity_checks", SLAB_CONSISTENCY_CHECKS),
+	FLAG("red_zone", SLAB_RED_ZONE),
+	FLAG("poison", SLAB_POISON),
+	FLAG("store_user", SLAB_STORE_USER),
+	FLAG("trace", SLAB_TRACE),
 	{ "shrink", NULL, shrink_store, 0 },
 	{ "slab_thrash_ratio", slab_thrash_ratio_show, slab_thrash_ratio_store, 0 },
 	{ "thrash", thrash_show, NULL, 0 },

@@ -198,6 +198,21 @@ ssize_t slub_sysfs_read(const char *path, char *buf, size_t size)
 	return (ssize_t)s.len;
 }
 
+int sysfs_is_dir(const char *path)
+{
+	const struct slub_attr *attr;
+	struct sysfs_dir *dir;
+	int ret;
+
+	if (sysfs_bring_up(path))
+		return -ENOMEM;
+	slub_lock(&sysfs_lock);
+	dir = sysfs_lookup(path, &attr);
+	ret = !dir ? -ENOENT : !attr;
+	slub_unlock(&sysfs_lock);
+	return ret;
+}
+
 int slub_sysfs_write(const char *path, const char *value)
 {
 	if (!path || !value)

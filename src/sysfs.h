@@ -48,6 +48,9 @@ extern struct slub_lock sysfs_lock;
 void sysfs_add_dir(struct sysfs_dir *parent, struct sysfs_dir *dir);
 void sysfs_remove_dir(struct sysfs_dir *dir);
 
+/* 1 if path names a directory, 0 a file, -ENOENT neither. */
+int sysfs_is_dir(const char *path);
+
 /* slub_sysfs_write() without bringing any layer up (init-time use). */
 int __slub_sysfs_write(const char *path, const char *value);
 

@@ -8,6 +8,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+# The slabinfo command, in bin/ and runnable from there.
+"$tmp/prefix/bin/slabinfo" -h | grep -q -- '--pid PID'
+echo "slabinfo installed: ok"
 cat > "$tmp/demo.c" <<'C'
 #include <slub.h>
 #include <string.h>

@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The control socket's server (see control.h for where and the protocol).
+ *
+ * One thread, started on request, serves every connection from one poll()
+ * loop, so a client that stalls holds up nobody. It reads the namespace
+ * with slub_sysfs_read() and writes with slub_sysfs_write(), the same
+ * calls and the same locks as any thread of the program, and allocates
+ * only outside them: it cannot deadlock with the caches it reads.
+ *
+ * Fork: the thread does not exist in the child, so the child handler
+ * closes the inherited sockets and marks the server stopped; the child
+ * serves only if it calls slub_control_start() itself (a fork that goes
+ * on to exec would otherwise leave a socket behind for every child). It
+ * never removes the parent's socket. Exit: an atexit handler stops the
+ * thread and removes the socket.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "init.h"
+#include "lock.h"
+#include "report.h"
+#include "slabinfo.h"
+#include "sysfs.h"
+
+#define CTL_MAX_CONNS	8
+#define CTL_IDLE_MS	10000	/* a connection silent this long is closed */
+#define CTL_SEND_SECS	2	/* a client that does not read is dropped */
+#define CTL_REPLY_MAX	(16UL << 20)
+
+enum ctl_state { CTL_STOPPED, CTL_RUNNING, CTL_STOPPING };
+
+struct ctl_conn {
+	size_t len;
+	long long last_ms;
+	char buf[CTL_MAX_REQUEST];
+};
+
+/*
+ * Everything below is under ctl.lock, which fork holds across the fork:
+ * start and stop, and the server thread's accept and close of a
+ * connection (so the child knows exactly which descriptors it inherited).
+ * The thread never takes ctl.lock while it holds any other lock.
+ */
+static struct {
+	struct slub_lock lock;
+	enum ctl_state state;
+	pid_t owner;
+	pthread_t thread;
+	int listen_fd;
+	int wake[2];			/* stop: a byte on wake[1] */
+	int conn_fd[CTL_MAX_CONNS];	/* -1: free slot */
+	struct ctl_conn *conns;		/* the thread's buffers */
+	char *out;			/* ... and its reply buffer */
+	size_t out_cap;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+} ctl = { .lock = SLUB_LOCK_INIT, .listen_fd = -1, .wake = { -1, -1 } };
+
+/*
+ * The path as process/control shows it. Read under sysfs_lock, so it has
+ * a lock of its own, taken last and never across a call: fork holds
+ * ctl.lock before it takes sysfs_lock, and the child resets this one.
+ */
+static struct slub_lock served_lock = SLUB_LOCK_INIT;
+static char served_path[sizeof(ctl.path)];
+
+static void publish_path(const char *path)
+{
+	slub_lock(&served_lock);
+	snprintf(served_path, sizeof(served_path), "%s", path);
+	slub_unlock(&served_lock);
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- Replies ---------------------------------------------------------------- */
+
+static int send_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int reply_error(int fd, int err, const char *why)
+{
+	char line[160];
+	int n = snprintf(line, sizeof(line), "error %d %s\n", err,
+			 why ? why : strerror(err));
+
+	if (n >= (int)sizeof(line))	/* cut, but still one line */
+		line[(n = (int)sizeof(line) - 1) - 1] = '\n';
+	return send_all(fd, line, (size_t)n);
+}
+
+static int reply_ok(int fd, const char *data, size_t len)
+{
+	char head[32];
+	int n = snprintf(head, sizeof(head), "ok %zu\n", len);
+
+	if (send_all(fd, head, (size_t)n))
+		return -1;
+	return send_all(fd, data, len);
+}
+
+/* ---- Requests ---------------------------------------------------------------- */
+
+/*
+ * Size the reply buffer. Under ctl.lock, so that a fork never sees the
+ * pointer in the middle of a change (the child frees it); the allocator's
+ * locks come after ctl.lock, as in the fork handlers.
+ */
+static bool out_resize(size_t size)
+{
+	char *buf;
+
+	slub_lock(&ctl.lock);
+	buf = realloc(ctl.out, size);
+	if (buf) {
+		ctl.out = buf;
+		ctl.out_cap = size;
+	}
+	slub_unlock(&ctl.lock);
+	return buf != NULL;
+}
+
+/* Read a whole file through the namespace into ctl.out. */
+static ssize_t read_file(const char *path)
+{
+	for (;;) {
+		ssize_t n = slub_sysfs_read(path, ctl.out, ctl.out_cap);
+
+		if (n < 0 || (size_t)n < ctl.out_cap)
+			return n;
+		if ((size_t)n >= CTL_REPLY_MAX)
+			return -EFBIG;
+		if (!out_resize((size_t)n + 1))
+			return -ENOMEM;
+	}
+}
+
+/* Printable words separated by single spaces: nothing else is a request. */
+static bool well_formed(const char *line, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)line[i];
+
+		if (ch < ' ' || ch > '~')
+			return false;
+		if (ch == ' ' && (i == 0 || line[i - 1] == ' ' || i + 1 == len))
+			return false;
+	}
+	return true;
+}
+
+/* Returns -1 when the connection must be closed (the client is gone). */
+static int handle_request(int fd, char *line, size_t len)
+{
+	char *verb = line, *path, *value = NULL;
+	ssize_t n;
+	int ret;
+
+	line[len] = '\0';
+	if (!well_formed(line, len))
+		return reply_error(fd, EINVAL, "malformed request");
+	path = strchr(line, ' ');
+	if (!path)
+		return reply_error(fd, EINVAL, "request without a path");
+	*path++ = '\0';
+	value = strchr(path, ' ');
+	if (value)
+		*value++ = '\0';
+	if (si_unescape(path) || (value && si_unescape(value)))
+		return reply_error(fd, EINVAL, "bad escape in request");
+	if (!strcmp(verb, "write")) {
+		if (!value)
+			return reply_error(fd, EINVAL, "write without a value");
+		ret = slub_sysfs_write(path, value);
+		return ret ? reply_error(fd, -ret, NULL) : reply_ok(fd, "", 0);
+	}
+	if (value)
+		return reply_error(fd, EINVAL, "too many words in request");
+	if (!strcmp(verb, "list")) {
+		ret = sysfs_is_dir(path);
+		if (ret <= 0)
+			return reply_error(fd, ret ? -ret : ENOTDIR, NULL);
+	} else if (strcmp(verb, "read")) {
+		return reply_error(fd, EINVAL, "unknown request");
+	}
+	n = read_file(path);
+	if (n < 0)
+		return reply_error(fd, (int)-n, NULL);
+	return reply_ok(fd, ctl.out, (size_t)n);
+}
+
+/* ---- Connections ---------------------------------------------------------------- */
+
+static void conn_close(int i)
+{
+	slub_lock(&ctl.lock);
+	close(ctl.conn_fd[i]);
+	ctl.conn_fd[i] = -1;
+	slub_unlock(&ctl.lock);
+}
+
+/* Another user's process cannot reach the socket; if one did, it goes. */
+static bool peer_allowed(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return false;
+	return cred.uid == geteuid() || cred.uid == 0;
+}
+
+static void conn_accept(void)
+{
+	struct timeval tv = { .tv_sec = CTL_SEND_SECS };
+	int fd, i;
+
+	slub_lock(&ctl.lock);
+	fd = accept4(ctl.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	for (i = 0; fd >= 0 && i < CTL_MAX_CONNS && ctl.conn_fd[i] >= 0; i++)
+		;
+	if (fd >= 0 && i < CTL_MAX_CONNS && peer_allowed(fd)) {
+		ctl.conn_fd[i] = fd;
+		ctl.conns[i].len = 0;
+		ctl.conns[i].last_ms = now_ms();
+		fd = -1;
+	}
+	slub_unlock(&ctl.lock);
+	if (fd < 0)
+		return;
+	if (i == CTL_MAX_CONNS)
+		reply_error(fd, EBUSY, "too many connections");
+	close(fd);
+}
+
+/* New bytes on connection i: serve every whole line. */
+static void conn_input(int i)
+{
+	struct ctl_conn *c = &ctl.conns[i];
+	int fd = ctl.conn_fd[i];
+	ssize_t n = recv(fd, c->buf + c->len, sizeof(c->buf) - c->len, MSG_DONTWAIT);
+	char *nl;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		/* End of file in the middle of a request: say so, then close. */
+		if (n == 0 && c->len)
+			reply_error(fd, EINVAL, "truncated request");
+		conn_close(i);
+		return;
+	}
+	c->len += (size_t)n;
+	c->last_ms = now_ms();
+	while ((nl = memchr(c->buf, '\n', c->len))) {
+		size_t len = (size_t)(nl - c->buf);
+
+		if (handle_request(fd, c->buf, len)) {
+			conn_close(i);
+			return;
+		}
+		c->len -= len + 1;
+		memmove(c->buf, nl + 1, c->len);
+	}
+	if (c->len == sizeof(c->buf)) {
+		reply_error(fd, E2BIG, "request too long");
+		conn_close(i);
+	}
+}
+
+static void *ctl_thread(void *arg)
+{
+	struct pollfd pfd[2 + CTL_MAX_CONNS];
+	int slot[CTL_MAX_CONNS];
+	bool ok = out_resize(4096);
+
+	(void)arg;
+	while (ok) {
+		long long now = now_ms(), wait = CTL_IDLE_MS;
+		int nfds = 2;
+
+		pfd[0] = (struct pollfd){ .fd = ctl.wake[0], .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = ctl.listen_fd, .events = POLLIN };
+		for (int i = 0; i < CTL_MAX_CONNS; i++) {
+			if (ctl.conn_fd[i] < 0)
+				continue;
+			if (now - ctl.conns[i].last_ms >= CTL_IDLE_MS) {
+				conn_close(i);
+				continue;
+			}
+			if (CTL_IDLE_MS - (now - ctl.conns[i].last_ms) < wait)
+				wait = CTL_IDLE_MS - (now - ctl.conns[i].last_ms);
+			slot[nfds - 2] = i;
+			pfd[nfds++] = (struct pollfd){ .fd = ctl.conn_fd[i], .events = POLLIN };
+		}
+		if (poll(pfd, (nfds_t)nfds, (int)wait) < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents)
+			break;
+		for (int k = 2; k < nfds; k++)
+			if (pfd[k].revents)
+				conn_input(slot[k - 2]);
+		if (pfd[1].revents & POLLIN)
+			conn_accept();
+	}
+	for (int i = 0; i < CTL_MAX_CONNS; i++)
+		if (ctl.conn_fd[i] >= 0)
+			conn_close(i);
+	return NULL;
+}
+
+/* Under ctl.lock, or in a child, or with the thread gone. */
+static void free_buffers(void)
+{
+	free(ctl.conns);
+	free(ctl.out);
+	ctl.conns = NULL;
+	ctl.out = NULL;
+	ctl.out_cap = 0;
+}
+
+static void close_fds(void)
+{
+	for (int i = 0; i < CTL_MAX_CONNS; i++) {
+		if (ctl.conn_fd[i] >= 0)
+			close(ctl.conn_fd[i]);
+		ctl.conn_fd[i] = -1;
+	}
+	close(ctl.listen_fd);
+	close(ctl.wake[0]);
+	close(ctl.wake[1]);
+	ctl.listen_fd = ctl.wake[0] = ctl.wake[1] = -1;
+}
+
+/* ---- Fork and exit ------------------------------------------------------------------ */
+
+static void ctl_fork_prepare(void)
+{
+	slub_lock(&ctl.lock);
+}
+
+static void ctl_fork_parent(void)
+{
+	slub_unlock(&ctl.lock);
+}
+
+static void ctl_fork_child(void)
+{
+	slub_lock_init(&ctl.lock);
+	slub_lock_init(&served_lock);
+	served_path[0] = '\0';
+	if (ctl.state != CTL_STOPPED) {
+		close_fds();
+		free_buffers();
+		ctl.path[0] = '\0';
+		ctl.state = CTL_STOPPED;
+	}
+}
+
+static void ctl_exit(void)
+{
+	slub_control_stop();
+}
+
+static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
+static int handlers_error;
+
+static void register_handlers(void)
+{
+	handlers_error = -pthread_atfork(ctl_fork_prepare, ctl_fork_parent,
+					 ctl_fork_child);
+	if (!handlers_error && atexit(ctl_exit))
+		handlers_error = -ENOMEM;
+}
+
+/* ---- The calls ----------------------------------------------------------------------- */
+
+static int start_thread(void)
+{
+	sigset_t all, old;
+	int ret;
+
+	/* The program's signals are for its own threads, never this one. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&ctl.thread, NULL, ctl_thread, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -ret;
+}
+
+int slub_control_start(void)
+{
+	int ret = slub_init();
+
+	if (ret)
+		return ret;
+	pthread_once(&handlers_once, register_handlers);
+	if (handlers_error)
+		return handlers_error;
+	slub_lock(&ctl.lock);
+	if (ctl.state == CTL_RUNNING) {
+		slub_unlock(&ctl.lock);
+		return 0;
+	}
+	if (ctl.state == CTL_STOPPING) {
+		slub_unlock(&ctl.lock);
+		return -EBUSY;
+	}
+	for (int i = 0; i < CTL_MAX_CONNS; i++)
+		ctl.conn_fd[i] = -1;
+	ctl.conns = calloc(CTL_MAX_CONNS, sizeof(*ctl.conns));
+	ret = ctl.conns ? control_listen(ctl.path, sizeof(ctl.path), CTL_MAX_CONNS) :
+			  -ENOMEM;
+	if (ret >= 0) {
+		ctl.listen_fd = ret;
+		ret = 0;
+	}
+	if (!ret && pipe2(ctl.wake, O_CLOEXEC))
+		ret = -errno;
+	if (!ret)
+		ret = start_thread();
+	if (ret) {
+		if (ctl.path[0])
+			unlink(ctl.path);
+		close_fds();
+		free_buffers();
+		ctl.path[0] = '\0';
+	} else {
+		ctl.state = CTL_RUNNING;
+		ctl.owner = getpid();
+		publish_path(ctl.path);
+	}
+	slub_unlock(&ctl.lock);
+	return ret;
+}
+
+void slub_control_stop(void)
+{
+	pthread_t thread;
+
+	slub_lock(&ctl.lock);
+	if (ctl.state != CTL_RUNNING || ctl.owner != getpid()) {
+		slub_unlock(&ctl.lock);
+		return;
+	}
+	ctl.state = CTL_STOPPING;
+	thread = ctl.thread;
+	publish_path("");
+	/* The pipe stays open until the join: only this call closes it. */
+	if (write(ctl.wake[1], "", 1) < 0)
+		(void)0;	/* a full pipe wakes the thread as well */
+	slub_unlock(&ctl.lock);
+	pthread_join(thread, NULL);
+	slub_lock(&ctl.lock);
+	unlink(ctl.path);
+	close_fds();
+	free_buffers();
+	ctl.path[0] = '\0';
+	ctl.state = CTL_STOPPED;
+	slub_unlock(&ctl.lock);
+}
+
+int slub_control_path(char *buf, size_t size)
+{
+	int n;
+
+	if (!buf || !size)
+		return -EINVAL;
+	slub_lock(&served_lock);
+	n = snprintf(buf, size, "%s", served_path);
+	slub_unlock(&served_lock);
+	if (n == 0)
+		return -ENOENT;
+	return (size_t)n < size ? 0 : -ENAMETOOLONG;
+}
+
+void control_path(char *buf, size_t size)
+{
+	if (slub_control_path(buf, size) && size)
+		buf[0] = '\0';
+}
+
+void control_init_env(void)
+{
+	const char *v = getenv("SLUB_CONTROL");
+	int ret;
+
+	if (!v || strcmp(v, "1"))
+		return;
+	ret = slub_control_start();
+	if (ret)
+		slub_pr_err("libslub: SLUB_CONTROL=1: not serving: %s\n",
+			    strerror(-ret));
+}
