@@ -54,6 +54,7 @@ enum si_field {
 	SI_OBJECT_SIZE, SI_SLAB_SIZE, SI_ALIGN, SI_OBJS_PER_SLAB, SI_ORDER,
 	SI_OBJECTS, SI_TOTAL_OBJECTS, SI_SLABS, SI_PARTIAL, SI_CPU_SLABS,
 	SI_OBJECTS_PARTIAL, SI_MIN_PARTIAL, SI_CPU_PARTIAL, SI_THRASH_RATIO,
+	SI_SHEAF_CAPACITY,
 	/* Flags (Flg column). */
 	SI_HWCACHE_ALIGN, SI_SANITY_CHECKS, SI_RED_ZONE, SI_POISON,
 	SI_STORE_USER, SI_TRACE,
@@ -67,6 +68,8 @@ enum si_field {
 	SI_ORDER_FALLBACK, SI_CMPXCHG_DOUBLE_CPU_FAIL, SI_CMPXCHG_DOUBLE_FAIL,
 	SI_CPU_PARTIAL_ALLOC, SI_CPU_PARTIAL_FREE, SI_CPU_PARTIAL_NODE,
 	SI_CPU_PARTIAL_DRAIN, SI_DEFERRED_PARTIAL, SI_LIST_LOCK,
+	SI_ALLOC_CPU_SHEAF, SI_FREE_CPU_SHEAF, SI_SHEAF_FLUSH, SI_SHEAF_REFILL,
+	SI_BARN_GET, SI_BARN_GET_FAIL, SI_BARN_PUT, SI_BARN_PUT_FAIL, SI_SHEAF_BUSY,
 	SI_NR_FIELDS
 };
 
@@ -105,14 +108,48 @@ static inline unsigned long si_loss(const struct si_cache *c)
 	return si_space(c) > si_used(c) ? si_space(c) - si_used(c) : 0;
 }
 
+/* a - b, or 0: counters read one after another may be a little apart. */
+static inline unsigned long si_sub(unsigned long a, unsigned long b)
+{
+	return a > b ? a - b : 0;
+}
+
+/*
+ * The program's allocations and frees. With sheaves, the slab counters
+ * also count what the sheaves took from (sheaf_refill) and gave back to
+ * (sheaf_flush) the slabs, which is not the program's doing.
+ */
 static inline unsigned long si_allocs(const struct si_cache *c)
 {
-	return c->v[SI_ALLOC_FASTPATH] + c->v[SI_ALLOC_SLOWPATH];
+	return c->v[SI_ALLOC_CPU_SHEAF] +
+	       si_sub(c->v[SI_ALLOC_FASTPATH] + c->v[SI_ALLOC_SLOWPATH],
+		      c->v[SI_SHEAF_REFILL]);
 }
 
 static inline unsigned long si_frees(const struct si_cache *c)
 {
-	return c->v[SI_FREE_FASTPATH] + c->v[SI_FREE_SLOWPATH];
+	return c->v[SI_FREE_CPU_SHEAF] +
+	       si_sub(c->v[SI_FREE_FASTPATH] + c->v[SI_FREE_SLOWPATH],
+		      c->v[SI_SHEAF_FLUSH]);
+}
+
+/*
+ * ... and those a fast path served: the sheaf's, but for the ones that
+ * went to the barn or the slabs for their sheaf, and the CPU slab's (all
+ * counted as the program's when the slab counters cannot tell).
+ */
+static inline unsigned long si_allocs_fast(const struct si_cache *c)
+{
+	return si_sub(c->v[SI_ALLOC_CPU_SHEAF],
+		      c->v[SI_BARN_GET] + c->v[SI_BARN_GET_FAIL]) +
+	       si_sub(c->v[SI_ALLOC_FASTPATH], c->v[SI_SHEAF_REFILL]);
+}
+
+static inline unsigned long si_frees_fast(const struct si_cache *c)
+{
+	return si_sub(c->v[SI_FREE_CPU_SHEAF],
+		      c->v[SI_BARN_PUT] + c->v[SI_BARN_PUT_FAIL]) +
+	       si_sub(c->v[SI_FREE_FASTPATH], c->v[SI_SHEAF_FLUSH]);
 }
 
 /* a * 100 / b, or dflt when b is 0: the kernel tool's percentages. */

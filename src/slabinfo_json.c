@@ -36,8 +36,8 @@ static void json_cache(FILE *f, const struct si_cache *c)
 		"\"alloc\": %lu, \"free\": %lu, \"pct_fast_alloc\": %lu, "
 		"\"pct_fast_free\": %lu", si_space(c), si_used(c), si_loss(c),
 		si_pct_free(c), si_pct_eff(c), flags, si_allocs(c), si_frees(c),
-		si_pct(c->v[SI_ALLOC_FASTPATH], si_allocs(c), 0),
-		si_pct(c->v[SI_FREE_FASTPATH], si_frees(c), 0));
+		si_pct(si_allocs_fast(c), si_allocs(c), 0),
+		si_pct(si_frees_fast(c), si_frees(c), 0));
 	for (int i = 0; i < SI_NR_FIELDS; i++)
 		fprintf(f, ", \"%s\": %lu", si_fields[i].name, c->v[i]);
 	fputc('}', f);

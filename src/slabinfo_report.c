@@ -62,6 +62,9 @@ static void report_paths(FILE *f, const struct si_cache *c)
 	fprintf(f, "Slab path              %10s %10s %4s %4s   counters\n",
 		"Alloc", "Free", "%Al", "%Fr");
 	fprintf(f, "--------------------------------------------------------------------------\n");
+	path_row(f, "CPU sheaf", c, SI_ALLOC_CPU_SHEAF, SI_FREE_CPU_SHEAF);
+	path_row(f, "Barn", c, SI_BARN_GET, SI_BARN_PUT);
+	path_row(f, "Sheaf and slabs", c, SI_SHEAF_REFILL, SI_SHEAF_FLUSH);
 	path_row(f, "Fast path", c, SI_ALLOC_FASTPATH, SI_FREE_FASTPATH);
 	path_row(f, "Slow path", c, SI_ALLOC_SLOWPATH, SI_FREE_SLOWPATH);
 	path_row(f, "Page allocator", c, SI_ALLOC_SLAB, SI_FREE_SLAB);
@@ -81,8 +84,9 @@ static void report_one(FILE *f, const struct si_cache *c)
 		c->name, c->v[SI_ORDER], c->v[SI_OBJECTS], c->v[SI_TOTAL_OBJECTS],
 		flags[0] ? flags : "-");
 	report_layout(f, c);
-	fprintf(f, "\nTunables: min_partial %lu, cpu_partial %lu, slab_thrash_ratio %lu\n\n",
-		c->v[SI_MIN_PARTIAL], c->v[SI_CPU_PARTIAL], c->v[SI_THRASH_RATIO]);
+	fprintf(f, "\nTunables: min_partial %lu, cpu_partial %lu, slab_thrash_ratio %lu, "
+		"sheaf_capacity %lu\n\n", c->v[SI_MIN_PARTIAL], c->v[SI_CPU_PARTIAL],
+		c->v[SI_THRASH_RATIO], c->v[SI_SHEAF_CAPACITY]);
 	report_paths(f, c);
 	fprintf(f, "\nEvery counter\n");
 	for (int i = SI_FIRST_STAT; i < SI_NR_FIELDS; i++)
@@ -202,9 +206,9 @@ void si_show_totals(FILE *f, const struct si_snap *snap, const struct si_opts *o
 			with_objects++;
 		}
 		allocs += si_allocs(c);
-		afast += v[SI_ALLOC_FASTPATH];
+		afast += si_allocs_fast(c);
 		frees += si_frees(c);
-		ffast += v[SI_FREE_FASTPATH];
+		ffast += si_frees_fast(c);
 	}
 	free(sel);
 	objs = a[T_OBJECTS].total;

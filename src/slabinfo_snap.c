@@ -25,6 +25,7 @@ const struct si_field_desc si_fields[SI_NR_FIELDS] = {
 	[SI_MIN_PARTIAL] = { "min_partial", 0, "partial slabs kept when empty" },
 	[SI_CPU_PARTIAL] = { "cpu_partial", 0, "objects kept on CPU partial lists" },
 	[SI_THRASH_RATIO] = { "slab_thrash_ratio", 0, "thrash watermark, percent" },
+	[SI_SHEAF_CAPACITY] = { "sheaf_capacity", 0, "objects a CPU sheaf holds (0: none)" },
 	[SI_HWCACHE_ALIGN] = { "hwcache_align", 'A', "cache line aligned" },
 	[SI_SANITY_CHECKS] = { "sanity_checks", 'F', "consistency checks" },
 	[SI_RED_ZONE] = { "red_zone", 'Z', "red zones" },
@@ -59,6 +60,15 @@ const struct si_field_desc si_fields[SI_NR_FIELDS] = {
 	[SI_CPU_PARTIAL_DRAIN] = { "cpu_partial_drain", 0, "CPU partial list drained" },
 	[SI_DEFERRED_PARTIAL] = { "deferred_partial", 0, "thrashing: partial slabs passed over" },
 	[SI_LIST_LOCK] = { "list_lock", 0, "list_lock acquisitions" },
+	[SI_ALLOC_CPU_SHEAF] = { "alloc_cpu_sheaf", 0, "from the CPU sheaf" },
+	[SI_FREE_CPU_SHEAF] = { "free_cpu_sheaf", 0, "to the CPU sheaf" },
+	[SI_SHEAF_FLUSH] = { "sheaf_flush", 0, "objects from sheaves to slabs" },
+	[SI_SHEAF_REFILL] = { "sheaf_refill", 0, "objects from slabs to sheaves" },
+	[SI_BARN_GET] = { "barn_get", 0, "full sheaves from the barn" },
+	[SI_BARN_GET_FAIL] = { "barn_get_fail", 0, "empty sheaf, empty barn" },
+	[SI_BARN_PUT] = { "barn_put", 0, "full sheaves to the barn" },
+	[SI_BARN_PUT_FAIL] = { "barn_put_fail", 0, "full sheaf, full barn" },
+	[SI_SHEAF_BUSY] = { "sheaf_busy", 0, "sheaves locked: went to the slabs" },
 };
 
 const char *const si_zone_keys[SI_NR_ZONE] = {

@@ -56,10 +56,10 @@ void si_show_activity(FILE *f, const struct si_snap *snap,
 		"Rseq", "Lock");
 	for (int i = 0; i < n; i++) {
 		const struct si_cache *c = sel[i], *p = si_find(prev, c->name);
-		unsigned long afast = since(c, p, SI_ALLOC_FASTPATH);
-		unsigned long alloc = afast + since(c, p, SI_ALLOC_SLOWPATH);
-		unsigned long ffast = since(c, p, SI_FREE_FASTPATH);
-		unsigned long frees = ffast + since(c, p, SI_FREE_SLOWPATH);
+		unsigned long afast = si_sub(si_allocs_fast(c), p ? si_allocs_fast(p) : 0);
+		unsigned long alloc = si_sub(si_allocs(c), p ? si_allocs(p) : 0);
+		unsigned long ffast = si_sub(si_frees_fast(c), p ? si_frees_fast(p) : 0);
+		unsigned long frees = si_sub(si_frees(c), p ? si_frees(p) : 0);
 
 		fprintf(f, "%-24s %8lu %10lu %10lu %3lu %3lu %5lu %1lu %5lu %5lu %8lu\n",
 			c->name, c->v[SI_OBJECTS], alloc, frees,

@@ -66,8 +66,11 @@ def check_activity():
     for row, c in zip(table, caches):
         name = row[0]
         same(f"{name}: alloc", row[2], c["alloc"])
-        same(f"{name}: alloc = fast + slow", c["alloc"],
-             c["alloc_fastpath"] + c["alloc_slowpath"])
+        # The program's allocations: the sheaves', and the slabs' but for
+        # what the sheaves took from them (src/slabinfo.h, si_allocs()).
+        same(f"{name}: alloc = sheaf + fast + slow - refill", c["alloc"],
+             c["alloc_cpu_sheaf"] + max(0, c["alloc_fastpath"] +
+                                        c["alloc_slowpath"] - c["sheaf_refill"]))
         same(f"{name}: free", row[3], c["free"])
         same(f"{name}: %Fast alloc", row[4], c["pct_fast_alloc"])
         same(f"{name}: %Fast free", row[5], c["pct_fast_free"])
