@@ -54,6 +54,7 @@ static const struct slub_attr policy_attrs[] = {
 	{ "min_objects", policy_show, NULL, 6 },
 	{ "max_order", policy_show, NULL, 7 },
 	{ "min_order", policy_show, NULL, 8 },
+	{ "presets", presets_show, NULL, 0 },
 };
 
 static struct sysfs_dir policy_dir = {
