@@ -387,29 +387,6 @@ static void parse_args(int argc, char **argv, int *child_fd, char **child_shape)
 	opt.shapes[0] = opt.main;
 }
 
-/* Other work on the machine shows in the rates: say how much there was. */
-static void read_loadavg(char *buf, size_t size)
-{
-	FILE *f = fopen("/proc/loadavg", "r");
-
-	snprintf(buf, size, "unknown");
-	if (f) {
-		if (fgets(buf, (int)size, f))
-			buf[strcspn(buf, "\n")] = 0;
-		fclose(f);
-	}
-}
-
-static void find_cpus(void)
-{
-	cpu_set_t set;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		die("sched_getaffinity", strerror(errno));
-	for (int c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &set))
-			cpus[nr_cpus++] = c;
-}
 
 int main(int argc, char **argv)
 {
@@ -418,7 +395,7 @@ int main(int argc, char **argv)
 
 	self_argv0 = argv[0];
 	parse_args(argc, argv, &child_fd, &child_shape);
-	find_cpus();
+	nr_cpus = allowed_cpus(cpus, CPU_SETSIZE);
 	if (child_fd >= 0) {
 		struct shape sh;
 		unsigned int pin, np;

@@ -75,14 +75,6 @@ void die(const char *what, const char *why)
 	exit(1);
 }
 
-double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void oom(enum alloc_id a)
 {
 	die(alloc_name[a], "allocation failed");
