@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_suite: the report. Tables in the form of Mel Gorman's mmtests, as
+ * the seeds quote them: one row per point, Hmean for rates and Amean for
+ * times over the repetitions, and each column's change against the first
+ * (the baseline) in percent, positive where it is better (a higher rate,
+ * a shorter time). The change is framed by '*' instead of parentheses
+ * where it is outside the noise: Welch's t-test on the repetitions, 95%
+ * two-sided. Then the SLUB counters that explain a table, peak RSS, the
+ * seeds' comparisons and a summary; the raw numbers as JSON and CSV.
+ */
+#define _GNU_SOURCE
+#include <gnu/libc-version.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "bench_suite.h"
+
+bool runs_on(unsigned int w, unsigned int r, unsigned int c)
+{
+	return opt.wl_on[w] && r < opt.nr_rows[w] && c < opt.nr_cols &&
+	       !(w == WL_TBENCH && opt.rows[w][r].param == TBENCH_ORDER1 &&
+		 opt.cols[c].api == API_MALLOC);
+}
+
+/* ---- Statistics ------------------------------------------------------------ */
+
+struct cell {
+	unsigned int n;
+	double v[MAX_REPS];
+	double mean, sd;	/* Hmean or Amean; the standard deviation */
+	double rss_mib;		/* median VmHWM */
+	unsigned long long ops, ctr[NR_CTR];
+	bool have_ctr;
+	unsigned int order, objs;
+};
+
+static void cell_of(unsigned int w, unsigned int r, unsigned int c, struct cell *cl)
+{
+	double rss[MAX_REPS], sum = 0, am;
+
+	memset(cl, 0, sizeof(*cl));
+	if (!runs_on(w, r, c))
+		return;
+	for (unsigned int k = 0; k < opt.reps; k++) {
+		const struct sample *s = &results[w][r][c][k];
+
+		if (!s->ok)
+			continue;
+		rss[cl->n] = (double)s->rss_kb / 1024;
+		cl->v[cl->n++] = s->metric;
+		cl->ops += s->ops;
+		for (unsigned int i = 0; i < NR_CTR; i++)
+			cl->ctr[i] += s->ctr[i];
+		cl->have_ctr |= s->have_ctr;
+		cl->order = s->order;
+		cl->objs = s->objs;
+	}
+	if (!cl->n)
+		return;
+	qsort(rss, cl->n, sizeof(rss[0]), cmp_double);
+	cl->rss_mib = cl->n & 1 ? rss[cl->n / 2] : (rss[cl->n / 2 - 1] + rss[cl->n / 2]) / 2;
+	for (unsigned int k = 0; k < cl->n; k++)
+		sum += workloads[w].higher_better ? 1 / cl->v[k] : cl->v[k];
+	cl->mean = workloads[w].higher_better ? cl->n / sum : sum / cl->n;
+	am = 0;
+	for (unsigned int k = 0; k < cl->n; k++)
+		am += cl->v[k] / cl->n;
+	for (unsigned int k = 0; k < cl->n; k++)
+		cl->sd += (cl->v[k] - am) * (cl->v[k] - am);
+	cl->sd = cl->n > 1 ? sqrt(cl->sd / (cl->n - 1)) : 0;
+}
+
+/* Two-sided 95% critical values of Student's t, df 1..30. */
+static const double t95[] = {
+	12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+	2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+	2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+};
+
+/* Welch's t-test: is the difference of the two cells outside the noise? */
+static bool significant(const struct cell *a, const struct cell *b)
+{
+	double ma = 0, mb = 0, va, vb, se, t, df;
+
+	if (a->n < 2 || b->n < 2)
+		return false;
+	for (unsigned int k = 0; k < a->n; k++)
+		ma += a->v[k] / a->n;
+	for (unsigned int k = 0; k < b->n; k++)
+		mb += b->v[k] / b->n;
+	va = a->sd * a->sd / a->n;
+	vb = b->sd * b->sd / b->n;
+	se = sqrt(va + vb);
+	if (se == 0)
+		return ma != mb;
+	t = fabs(ma - mb) / se;
+	df = (va + vb) * (va + vb) /
+	     (va * va / (a->n - 1) + vb * vb / (b->n - 1) + 1e-300);
+	df = df < 1 ? 1 : df;
+	return t > (df > 30 ? 1.960 : t95[(unsigned int)df - 1]);
+}
+
+/* The change against base in percent, positive where better. */
+static double gain(unsigned int w, double v, double base)
+{
+	if (!base || !v)
+		return 0;
+	return workloads[w].higher_better ? 100 * (v - base) / base : 100 * (base - v) / base;
+}
+
+/* Performance, higher is better, to take ratios of. */
+static double perf(unsigned int w, double mean)
+{
+	return !mean ? 0 : workloads[w].higher_better ? mean : 1 / mean;
+}
+
+static int col_index(const char *name)
+{
+	for (unsigned int c = 0; c < opt.nr_cols; c++)
+		if (!strcmp(opt.cols[c].name, name))
+			return (int)c;
+	return -1;
+}
+
+/* ---- Tables ----------------------------------------------------------------- */
+
+static const char *mean_name(unsigned int w)
+{
+	return workloads[w].higher_better ? "Hmean" : "Amean";
+}
+
+static void metric_table(FILE *f, unsigned int w, unsigned int c0, unsigned int c1,
+			 const char *title)
+{
+	const char *fmt = workloads[w].unit[0] == 's' ? "%.4f" : "%.2f";
+	struct cell base, cl;
+	char num[32], cellbuf[64];
+
+	if (c0 >= c1)
+		return;
+	fprintf(f, "\n%s; baseline %s\n%-18s", title, opt.cols[c0].name, "");
+	for (unsigned int c = c0; c < c1; c++)
+		fprintf(f, " %24s", opt.cols[c].name);
+	fprintf(f, "\n");
+	for (unsigned int r = 0; r < opt.nr_rows[w]; r++) {
+		cell_of(w, r, c0, &base);
+		fprintf(f, "%-5s %-12s", mean_name(w), opt.rows[w][r].label);
+		for (unsigned int c = c0; c < c1; c++) {
+			cell_of(w, r, c, &cl);
+			if (!cl.n) {
+				fprintf(f, " %24s", "-");
+				continue;
+			}
+			snprintf(num, sizeof(num), fmt, cl.mean);
+			if (!base.n)
+				snprintf(cellbuf, sizeof(cellbuf), "%s", num);
+			else if (significant(&cl, &base))
+				snprintf(cellbuf, sizeof(cellbuf), "%s *%7.2f%%*", num,
+					 gain(w, cl.mean, base.mean));
+			else
+				snprintf(cellbuf, sizeof(cellbuf), "%s (%7.2f%%)", num,
+					 gain(w, cl.mean, base.mean));
+			fprintf(f, " %24s", cellbuf);
+		}
+		fprintf(f, "\n");
+	}
+}
+
+static double per_op(const struct cell *cl, enum ctr i)
+{
+	return cl->ops ? (double)cl->ctr[i] / (double)cl->ops : 0;
+}
+
+static double share(unsigned long long part, unsigned long long whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/*
+ * Per libslub column: fast%: allocations from the CPU freelist; cpu-slab%:
+ * those plus refills from the CPU slab itself (what the 2007 report counts
+ * as served by the per-CPU slab); per allocation, partial-list takes,
+ * list_lock and zone->lock acquisitions, new slabs; the main cache's slab.
+ */
+static void counter_table(FILE *f, unsigned int w)
+{
+	bool all_rows = w == WL_TBENCH || w == WL_STREAM || w == WL_HACKBENCH;
+	struct cell cl;
+
+	fprintf(f, "\nSLUB counters, summed over the repetitions; per allocation "
+		"(/op)%s\n%-14s %-12s %6s %9s %9s %9s %9s %9s %9s %7s\n",
+		all_rows ? "" : ", at the last row", "column", "row", "fast%",
+		"cpu-slab%", "partial/op", "cpupart/op", "list_lk/op", "zone_lk/op",
+		"newslab/op", workloads[w].main_cache ? "ord/obj" : "");
+	for (unsigned int c = 0; c < opt.nr_cols; c++) {
+		if (!opt.cols[c].libslub)
+			continue;
+		for (unsigned int r = all_rows ? 0 : opt.nr_rows[w] - 1; r < opt.nr_rows[w]; r++) {
+			unsigned long long all;
+			char sz[16] = "";
+
+			cell_of(w, r, c, &cl);
+			if (!cl.have_ctr)
+				continue;
+			all = cl.ctr[CT_ALLOC_FAST] + cl.ctr[CT_ALLOC_SLOW];
+			if (workloads[w].main_cache)
+				snprintf(sz, sizeof(sz), "%u/%u", cl.order, cl.objs);
+			fprintf(f, "%-14s %-12s %6.1f %9.1f %9.4f %9.4f %9.4f %9.4f %9.4f %7s\n",
+				opt.cols[c].name, opt.rows[w][r].label,
+				share(cl.ctr[CT_ALLOC_FAST], all),
+				share(cl.ctr[CT_ALLOC_FAST] + cl.ctr[CT_REFILL], all),
+				per_op(&cl, CT_FROM_PARTIAL), per_op(&cl, CT_CPU_PARTIAL_ALLOC),
+				per_op(&cl, CT_LIST_LOCK), per_op(&cl, CT_ZONE_LOCK),
+				per_op(&cl, CT_ALLOC_SLAB), sz);
+		}
+	}
+}
+
+static void rss_table(FILE *f)
+{
+	struct cell cl;
+
+	fprintf(f, "\nPeak RSS (VmHWM, MiB, median) at each workload's last row\n%-10s", "");
+	for (unsigned int c = 0; c < opt.nr_cols; c++)
+		fprintf(f, " %*s", (int)(strlen(opt.cols[c].name) > 8 ?
+					 strlen(opt.cols[c].name) : 8), opt.cols[c].name);
+	fprintf(f, "\n");
+	for (unsigned int w = 0; w < NR_WL; w++) {
+		if (!opt.wl_on[w])
+			continue;
+		fprintf(f, "%-10s", workloads[w].name);
+		for (unsigned int c = 0; c < opt.nr_cols; c++) {
+			int width = (int)(strlen(opt.cols[c].name) > 8 ?
+					  strlen(opt.cols[c].name) : 8);
+
+			cell_of(w, opt.nr_rows[w] - 1, c, &cl);
+			if (cl.n)
+				fprintf(f, " %*.1f", width, cl.rss_mib);
+			else
+				fprintf(f, " %*s", width, "-");
+		}
+		fprintf(f, "\n");
+	}
+}
+
+/* ---- The seeds and the summary ------------------------------------------------- */
+
+/* b against a on workload w, every row: "label +x.x%*" ... */
+static void seed_cmp(FILE *f, unsigned int w, const char *a, const char *b, const char *why)
+{
+	int ca = col_index(a), cb = col_index(b);
+	struct cell x, y;
+
+	if (!opt.wl_on[w] || ca < 0 || cb < 0)
+		return;
+	fprintf(f, "  %-9s %s vs %s (%s):", workloads[w].name, b, a, why);
+	for (unsigned int r = 0; r < opt.nr_rows[w]; r++) {
+		cell_of(w, r, (unsigned int)ca, &x);
+		cell_of(w, r, (unsigned int)cb, &y);
+		if (x.n && y.n)
+			fprintf(f, " %s %+.1f%%%s", opt.rows[w][r].label,
+				gain(w, y.mean, x.mean), significant(&x, &y) ? "*" : "");
+	}
+	fprintf(f, "\n");
+}
+
+/* libslub column c against the best peer, row by row: geometric mean of the ratios. */
+static double vs_best_peer(unsigned int w, unsigned int c, char *best, size_t size)
+{
+	unsigned int wins[MAX_COLS] = { 0 }, n = 0, top = 0;
+	double logsum = 0;
+	struct cell mine, cl;
+
+	best[0] = '\0';
+	for (unsigned int r = 0; r < opt.nr_rows[w]; r++) {
+		double bp = 0;
+		int bc = -1;
+
+		cell_of(w, r, c, &mine);
+		for (unsigned int p = opt.nr_presets; p < opt.nr_cols; p++) {
+			if (opt.cols[p].libslub)
+				continue;
+			cell_of(w, r, p, &cl);
+			if (cl.n && perf(w, cl.mean) > bp) {
+				bp = perf(w, cl.mean);
+				bc = (int)p;
+			}
+		}
+		if (bc < 0 || !mine.n)
+			continue;
+		wins[bc]++;
+		logsum += log(perf(w, mine.mean) / bp);
+		n++;
+	}
+	for (unsigned int p = 0; p < opt.nr_cols; p++)
+		if (wins[p] > wins[top])
+			top = p;
+	if (n)
+		snprintf(best, size, "%s", opt.cols[top].name);
+	return n ? exp(logsum / n) : 0;
+}
+
+static void summary(FILE *f)
+{
+	int def = col_index("default"), lm = col_index("libslub-malloc");
+	char best[32], best2[32];
+
+	fprintf(f, "\nThe seeds' comparisons (%% change, positive = better; * outside "
+		"the noise)\n");
+	seed_cmp(f, WL_TBENCH, "2007", "2011", "2007: more than one CPU slab");
+	seed_cmp(f, WL_RR, "2009", "2009-thrash", "2009: slab thrash detection");
+	seed_cmp(f, WL_HACKBENCH, "2009", "2011", "2011: per-CPU partial lists");
+	seed_cmp(f, WL_STREAM, "2011", "2016", "2016: high-order pcp lists");
+	seed_cmp(f, WL_HACKBENCH, "2011", "2016", "2016: high-order pcp lists");
+	seed_cmp(f, WL_FSMARK, "2011", "2016", "2016: no harm");
+	seed_cmp(f, WL_HACKBENCH, "2016", "2021", "2021: slab order from present CPUs");
+	fprintf(f, "\nSummary: libslub against the best peer measured in this run "
+		"(ratio > 1: libslub better;\ngeometric mean over the rows; ratios, "
+		"not absolute numbers, are what carries over)\n");
+	fprintf(f, "%-10s %-12s %-20s %-20s %s\n", "workload", "best preset",
+		"default (kmem API)", "libslub-malloc", "best peer (most rows)");
+	for (unsigned int w = 0; w < NR_WL; w++) {
+		double bestp = 0, r1 = 0, r2 = 0;
+		int bc = -1;
+
+		if (!opt.wl_on[w])
+			continue;
+		for (unsigned int c = 0; c < opt.nr_presets; c++) {
+			double lsum = 0;
+			unsigned int n = 0;
+			struct cell cl;
+
+			for (unsigned int r = 0; r < opt.nr_rows[w]; r++) {
+				cell_of(w, r, c, &cl);
+				if (cl.n) {
+					lsum += log(perf(w, cl.mean));
+					n++;
+				}
+			}
+			if (n && (bc < 0 || lsum / n > bestp)) {
+				bestp = lsum / n;
+				bc = (int)c;
+			}
+		}
+		if (def >= 0)
+			r1 = vs_best_peer(w, (unsigned int)def, best, sizeof(best));
+		if (lm >= 0)
+			r2 = vs_best_peer(w, (unsigned int)lm, best2, sizeof(best2));
+		fprintf(f, "%-10s %-12s %-20.2f %-20.2f %s\n", workloads[w].name,
+			bc < 0 ? "-" : opt.cols[bc].name, r1, r2,
+			best[0] ? best : best2[0] ? best2 : "-");
+		best[0] = best2[0] = '\0';
+	}
+}
+
+static void header(FILE *f)
+{
+	char model[128];
+	struct utsname u;
+
+	cpu_model(model, sizeof(model));
+	uname(&u);
+	fprintf(f, "bench_suite: %u CPUs (%s), Linux %s, glibc %s\n", ncpu, model,
+		u.release, gnu_get_libc_version());
+	fprintf(f, "%u repetitions x %.2f s per point (hackbench: %u loops), %.0f s "
+		"in all; /proc/loadavg before: %s; after: %s\n", opt.reps, opt.duration,
+		opt.loops, run_secs, loadavg[0], loadavg[1]);
+	fprintf(f, "The machine may be shared: compare columns of the same run, "
+		"not numbers across runs.\n");
+}
+
+void print_report(FILE *f)
+{
+	char title[512];
+
+	header(f);
+	for (unsigned int w = 0; w < NR_WL; w++) {
+		if (!opt.wl_on[w])
+			continue;
+		fprintf(f, "\n== %s: %s\n   %s, %s; rows: %s\n", workloads[w].name,
+			workloads[w].what, workloads[w].unit, workloads[w].higher_better ?
+			"higher is better (Hmean)" : "lower is better (Amean)",
+			workloads[w].row_what);
+		snprintf(title, sizeof(title), "kmem_cache API (kmalloc), presets");
+		metric_table(f, w, 0, opt.nr_presets, title);
+		snprintf(title, sizeof(title), "malloc API, allocators");
+		metric_table(f, w, opt.nr_presets, opt.nr_cols, title);
+		counter_table(f, w);
+	}
+	rss_table(f);
+	summary(f);
+}
+
+/* ---- Raw numbers ------------------------------------------------------------------ */
+
+void write_csv(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		perror(path);
+		return;
+	}
+	fprintf(f, "workload,row,param,threads,column,api,rep,metric,unit,secs,ops,"
+		"rss_kb,user_s,sys_s,order,objs");
+	for (unsigned int i = 0; i < NR_CTR; i++)
+		fprintf(f, ",%s", ctr_name[i]);
+	fprintf(f, "\n");
+	for (unsigned int w = 0; w < NR_WL; w++)
+		for (unsigned int r = 0; r < opt.nr_rows[w]; r++)
+			for (unsigned int c = 0; c < opt.nr_cols; c++)
+				for (unsigned int k = 0; k < opt.reps; k++) {
+					const struct sample *s = &results[w][r][c][k];
+
+					if (!runs_on(w, r, c) || !s->ok)
+						continue;
+					fprintf(f, "%s,%s,%u,%u,%s,%s,%u,%.9g,%s,%.6f,%llu,%ld,"
+						"%.4f,%.4f,%u,%u", workloads[w].name,
+						opt.rows[w][r].label, opt.rows[w][r].param,
+						opt.rows[w][r].threads, opt.cols[c].name,
+						opt.cols[c].api == API_KMEM ? "kmem" : "malloc",
+						k, s->metric, workloads[w].unit, s->secs, s->ops,
+						s->rss_kb, s->user_s, s->sys_s, s->order, s->objs);
+					for (unsigned int i = 0; i < NR_CTR; i++) {
+						if (s->have_ctr)
+							fprintf(f, ",%llu", s->ctr[i]);
+						else
+							fprintf(f, ",");
+					}
+					fprintf(f, "\n");
+				}
+	fclose(f);
+}
+
+static void json_cell(FILE *f, unsigned int w, unsigned int r, unsigned int c)
+{
+	struct cell cl;
+
+	cell_of(w, r, c, &cl);
+	fprintf(f, "\"%s\": {\"samples\": [", opt.cols[c].name);
+	for (unsigned int k = 0; k < cl.n; k++)
+		fprintf(f, "%s%.9g", k ? ", " : "", cl.v[k]);
+	fprintf(f, "], \"mean\": %.9g, \"stddev\": %.9g, \"rss_mib\": %.2f, \"ops\": %llu",
+		cl.mean, cl.sd, cl.rss_mib, cl.ops);
+	if (cl.have_ctr) {
+		fprintf(f, ", \"counters\": {");
+		for (unsigned int i = 0; i < NR_CTR; i++)
+			fprintf(f, "%s\"%s\": %llu", i ? ", " : "", ctr_name[i], cl.ctr[i]);
+		fprintf(f, "}");
+	}
+	fprintf(f, "}");
+}
+
+void write_json(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	char model[128];
+	struct utsname u;
+	bool first = true;
+
+	if (!f) {
+		perror(path);
+		return;
+	}
+	cpu_model(model, sizeof(model));
+	uname(&u);
+	fprintf(f, "{\n  \"benchmark\": \"bench_suite\",\n  \"machine\": {\"nproc\": %u, "
+		"\"cpu_model\": ", ncpu);
+	json_str(f, model);
+	fprintf(f, ", \"kernel\": ");
+	json_str(f, u.release);
+	fprintf(f, ", \"glibc\": ");
+	json_str(f, gnu_get_libc_version());
+	fprintf(f, ", \"loadavg_before\": ");
+	json_str(f, loadavg[0]);
+	fprintf(f, ", \"loadavg_after\": ");
+	json_str(f, loadavg[1]);
+	fprintf(f, "},\n  \"config\": {\"duration_s\": %.3f, \"reps\": %u, \"loops\": %u, "
+		"\"run_s\": %.1f},\n  \"columns\": [", opt.duration, opt.reps, opt.loops,
+		run_secs);
+	for (unsigned int c = 0; c < opt.nr_cols; c++) {
+		fprintf(f, "%s\n    {\"name\": ", c ? "," : "");
+		json_str(f, opt.cols[c].name);
+		fprintf(f, ", \"api\": \"%s\", \"preload\": ", opt.cols[c].api == API_KMEM ?
+			"kmem" : "malloc");
+		json_str(f, opt.cols[c].lib);
+		fprintf(f, "}");
+	}
+	fprintf(f, "\n  ],\n  \"workloads\": [");
+	for (unsigned int w = 0; w < NR_WL; w++) {
+		if (!opt.wl_on[w])
+			continue;
+		fprintf(f, "%s\n    {\"name\": \"%s\", \"what\": ", first ? "" : ",",
+			workloads[w].name);
+		json_str(f, workloads[w].what);
+		fprintf(f, ", \"unit\": \"%s\", \"higher_better\": %s, \"mean\": \"%s\", "
+			"\"row_what\": ", workloads[w].unit, workloads[w].higher_better ?
+			"true" : "false", mean_name(w));
+		json_str(f, workloads[w].row_what);
+		fprintf(f, ",\n     \"rows\": [");
+		for (unsigned int r = 0; r < opt.nr_rows[w]; r++) {
+			bool fc = true;
+
+			fprintf(f, "%s\n      {\"label\": \"%s\", \"param\": %u, \"threads\": %u, "
+				"\"cells\": {", r ? "," : "", opt.rows[w][r].label,
+				opt.rows[w][r].param, opt.rows[w][r].threads);
+			for (unsigned int c = 0; c < opt.nr_cols; c++) {
+				if (!runs_on(w, r, c))
+					continue;
+				fprintf(f, "%s\n        ", fc ? "" : ",");
+				json_cell(f, w, r, c);
+				fc = false;
+			}
+			fprintf(f, "}}");
+		}
+		fprintf(f, "]}");
+		first = false;
+	}
+	fprintf(f, "\n  ]\n}\n");
+	fclose(f);
+}
