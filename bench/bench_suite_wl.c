@@ -466,7 +466,8 @@ static void run_fastpath(const struct point_spec *ps, struct sample *s)
 const struct workload workloads[NR_WL] = {
 	[WL_RR] = { "rr", "netperf TCP_RR model: client/server pairs, kmalloc-256 head + "
 		    "kmalloc-2048 data per message (futex queue)", "trans/s", true,
-		    "1,4,12", "pairs = N x CPUs", "kmalloc-256", run_rr },
+		    "1,4,12", "threads (client/server pairs = N x the CPUs, N = -R rr=...)",
+		    "kmalloc-256", run_rr },
 	[WL_HACKBENCH] = { "hackbench", "groups of 20 senders + 20 receivers, 100-byte "
 			   "messages (threads, pipes)", "seconds", false, "1,2,4",
 			   "groups", "kmalloc-128", run_hackbench },
@@ -511,6 +512,9 @@ void row_label(unsigned int wl, unsigned int param, char *buf, size_t size)
 		break;
 	case WL_STREAM:
 		snprintf(buf, size, "send-%u", param);
+		break;
+	case WL_HACKBENCH:
+		snprintf(buf, size, "%u", param);
 		break;
 	case WL_FASTPATH:
 		snprintf(buf, size, "%s-%u", param & FASTPATH_BATCH ? "batch" : "pair",

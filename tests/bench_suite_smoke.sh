@@ -1,0 +1,50 @@
+#!/bin/sh
+# The benchmark suite's driver end to end, very short: every workload, a
+# few presets and peers, one repetition of 0.02 s a point; then the files
+# it writes must be there and parse, with a result for every point it ran.
+# Usage: bench_suite_smoke.sh bench_suite outdir
+set -eu
+suite=$1
+out=$2
+rm -rf "$out"
+plot=none
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+	plot=$(dirname "$0")/../scripts/bench_plot.py
+fi
+"$suite" -d 0.02 -r 1 -l 2 -p 2009,default -a glibc,libslub-malloc \
+	-R rr=1 -R hackbench=1 -R stream=64,16384 -R fsmark=1 -R fastpath=64 \
+	-P "$plot" -o "$out" >"$out.log" 2>&1 || { cat "$out.log"; exit 1; }
+for f in suite.txt suite.json suite.csv; do
+	[ -s "$out/$f" ] || { echo "no $out/$f"; cat "$out.log"; exit 1; }
+done
+# Every workload's table, the counters, the summary.
+for w in rr hackbench tbench stream fsmark fastpath; do
+	grep -q "^== $w:" "$out/suite.txt" || { echo "no $w table"; exit 1; }
+done
+grep -q '^Hmean send-16384' "$out/suite.txt"
+grep -q '^Amean 1 ' "$out/suite.txt"
+grep -q '^Summary' "$out/suite.txt"
+grep -q '^default  *order-1 ' "$out/suite.txt"
+# The CSV: a header and one line per point run: 6 workloads' rows (rr 1,
+# hackbench 1, tbench 2, stream 2, fsmark 1, fastpath 2) under 4 columns,
+# less tbench's order-1 row under the 2 malloc columns.
+lines=$(($(wc -l <"$out/suite.csv") - 1))
+[ "$lines" -eq $((9 * 4 - 2)) ] || { echo "suite.csv: $lines points"; exit 1; }
+# The JSON parses, and libslub's columns carry the SLUB counters.
+python3 - "$out/suite.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [c["name"] for c in d["columns"]] == ["2009", "default", "glibc", "libslub-malloc"]
+for wl in d["workloads"]:
+    for row in wl["rows"]:
+        for name, cell in row["cells"].items():
+            assert cell["samples"] and cell["mean"] > 0, (wl["name"], name)
+            assert ("counters" in cell) == (name != "glibc"), (wl["name"], name)
+            assert cell["rss_mib"] > 0
+PY
+if [ "$plot" != none ]; then
+	for w in rr hackbench tbench stream fsmark fastpath summary; do
+		[ -s "$out/$w.png" ] || { echo "no $w.png"; exit 1; }
+	done
+fi
+echo "bench_suite smoke: ok"
