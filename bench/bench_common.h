@@ -17,6 +17,8 @@
 
 /* CLOCK_MONOTONIC in seconds. */
 double now(void);
+/* CLOCK_THREAD_CPUTIME_ID in seconds: what this thread ran, not waited. */
+double thread_cpu(void);
 /* Sleep for secs, through signals. */
 void sleep_secs(double secs);
 

@@ -31,7 +31,7 @@
 
 #define DEFAULT_PEERS	"glibc,jemalloc,tcmalloc,mimalloc,libslub-malloc"
 
-struct suite_opts opt = { .reps = 3, .loops = 50, .duration = 0.25, .outdir = "results" };
+struct suite_opts opt = { .reps = 4, .loops = 400, .duration = 0.2, .outdir = "results" };
 unsigned int ncpu;
 struct sample results[NR_WL][MAX_ROWS][MAX_COLS][MAX_REPS];
 char loadavg[2][64];
@@ -336,9 +336,9 @@ static __attribute__((noreturn)) void usage(int code)
 		"      tbench=1,0 (kmalloc-4k order 1 / computed), stream=64,...,16384 "
 		"(bytes),\n      fsmark=1,2 (threads; 0: one per CPU), fastpath=16,64 "
 		"(bytes)\n"
-		"  -d  seconds per timed point (default 0.25; warm-up a tenth)\n"
-		"  -r  repetitions per point (default 3)\n"
-		"  -l  hackbench messages per sender and receiver (default 50)\n"
+		"  -d  seconds per timed point (default 0.2; warm-up a tenth)\n"
+		"  -r  repetitions per point (default 4)\n"
+		"  -l  hackbench messages per sender and receiver (default 400)\n"
 		"  -o  results folder (default results)\n"
 		"  -P  the plotting script, or none (default scripts/bench_plot.py)\n");
 	exit(code);

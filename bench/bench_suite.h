@@ -59,6 +59,7 @@ struct workload {
 	const char *rows;	/* default row parameters */
 	const char *row_what;	/* what a row's parameter is */
 	const char *main_cache;	/* whose order/objects are reported, or NULL */
+	bool cpu_view;		/* also a table of CPU time per allocation */
 	/* Child side: run the point, fill metric and ops (see phase_*()). */
 	void (*run)(const struct point_spec *ps, struct sample *s);
 };

@@ -28,7 +28,11 @@ bool runs_on(unsigned int w, unsigned int r, unsigned int c)
 
 /* ---- Statistics ------------------------------------------------------------ */
 
+/* What a table shows: the workload's metric, or CPU time per allocation. */
+enum view { V_METRIC, V_CPU };
+
 struct cell {
+	bool higher;		/* higher is better: Hmean, else Amean */
 	unsigned int n;
 	double v[MAX_REPS];
 	double mean, sd;	/* Hmean or Amean; the standard deviation */
@@ -38,11 +42,13 @@ struct cell {
 	unsigned int order, objs;
 };
 
-static void cell_of(unsigned int w, unsigned int r, unsigned int c, struct cell *cl)
+static void cell_view(unsigned int w, unsigned int r, unsigned int c, enum view view,
+		      struct cell *cl)
 {
 	double rss[MAX_REPS], sum = 0, am;
 
 	memset(cl, 0, sizeof(*cl));
+	cl->higher = view == V_METRIC && workloads[w].higher_better;
 	if (!runs_on(w, r, c))
 		return;
 	for (unsigned int k = 0; k < opt.reps; k++) {
@@ -50,8 +56,11 @@ static void cell_of(unsigned int w, unsigned int r, unsigned int c, struct cell 
 
 		if (!s->ok)
 			continue;
+		if (view == V_CPU && !s->ops)
+			continue;
 		rss[cl->n] = (double)s->rss_kb / 1024;
-		cl->v[cl->n++] = s->metric;
+		cl->v[cl->n++] = view == V_CPU ? (s->user_s + s->sys_s) * 1e9 / (double)s->ops :
+				 s->metric;
 		cl->ops += s->ops;
 		for (unsigned int i = 0; i < NR_CTR; i++)
 			cl->ctr[i] += s->ctr[i];
@@ -64,14 +73,19 @@ static void cell_of(unsigned int w, unsigned int r, unsigned int c, struct cell 
 	qsort(rss, cl->n, sizeof(rss[0]), cmp_double);
 	cl->rss_mib = cl->n & 1 ? rss[cl->n / 2] : (rss[cl->n / 2 - 1] + rss[cl->n / 2]) / 2;
 	for (unsigned int k = 0; k < cl->n; k++)
-		sum += workloads[w].higher_better ? 1 / cl->v[k] : cl->v[k];
-	cl->mean = workloads[w].higher_better ? cl->n / sum : sum / cl->n;
+		sum += cl->higher ? 1 / cl->v[k] : cl->v[k];
+	cl->mean = cl->higher ? cl->n / sum : sum / cl->n;
 	am = 0;
 	for (unsigned int k = 0; k < cl->n; k++)
 		am += cl->v[k] / cl->n;
 	for (unsigned int k = 0; k < cl->n; k++)
 		cl->sd += (cl->v[k] - am) * (cl->v[k] - am);
 	cl->sd = cl->n > 1 ? sqrt(cl->sd / (cl->n - 1)) : 0;
+}
+
+static void cell_of(unsigned int w, unsigned int r, unsigned int c, struct cell *cl)
+{
+	cell_view(w, r, c, V_METRIC, cl);
 }
 
 /* Two-sided 95% critical values of Student's t, df 1..30. */
@@ -104,12 +118,12 @@ static bool significant(const struct cell *a, const struct cell *b)
 	return t > (df > 30 ? 1.960 : t95[(unsigned int)df - 1]);
 }
 
-/* The change against base in percent, positive where better. */
-static double gain(unsigned int w, double v, double base)
+/* The change of cl against base in percent, positive where better. */
+static double gain(const struct cell *cl, const struct cell *base)
 {
-	if (!base || !v)
+	if (!base->mean || !cl->mean)
 		return 0;
-	return workloads[w].higher_better ? 100 * (v - base) / base : 100 * (base - v) / base;
+	return 100 * (cl->higher ? cl->mean - base->mean : base->mean - cl->mean) / base->mean;
 }
 
 /* Performance, higher is better, to take ratios of. */
@@ -133,10 +147,10 @@ static const char *mean_name(unsigned int w)
 	return workloads[w].higher_better ? "Hmean" : "Amean";
 }
 
-static void metric_table(FILE *f, unsigned int w, unsigned int c0, unsigned int c1,
-			 const char *title)
+static void metric_table(FILE *f, unsigned int w, enum view view, unsigned int c0,
+			 unsigned int c1, const char *title)
 {
-	const char *fmt = workloads[w].unit[0] == 's' ? "%.4f" : "%.2f";
+	const char *fmt = view == V_METRIC && workloads[w].unit[0] == 's' ? "%.4f" : "%.2f";
 	struct cell base, cl;
 	char num[32], cellbuf[64];
 
@@ -147,10 +161,10 @@ static void metric_table(FILE *f, unsigned int w, unsigned int c0, unsigned int 
 		fprintf(f, " %24s", opt.cols[c].name);
 	fprintf(f, "\n");
 	for (unsigned int r = 0; r < opt.nr_rows[w]; r++) {
-		cell_of(w, r, c0, &base);
-		fprintf(f, "%-5s %-12s", mean_name(w), opt.rows[w][r].label);
+		cell_view(w, r, c0, view, &base);
+		fprintf(f, "%-5s %-12s", base.higher ? "Hmean" : "Amean", opt.rows[w][r].label);
 		for (unsigned int c = c0; c < c1; c++) {
-			cell_of(w, r, c, &cl);
+			cell_view(w, r, c, view, &cl);
 			if (!cl.n) {
 				fprintf(f, " %24s", "-");
 				continue;
@@ -160,10 +174,10 @@ static void metric_table(FILE *f, unsigned int w, unsigned int c0, unsigned int 
 				snprintf(cellbuf, sizeof(cellbuf), "%s", num);
 			else if (significant(&cl, &base))
 				snprintf(cellbuf, sizeof(cellbuf), "%s *%7.2f%%*", num,
-					 gain(w, cl.mean, base.mean));
+					 gain(&cl, &base));
 			else
 				snprintf(cellbuf, sizeof(cellbuf), "%s (%7.2f%%)", num,
-					 gain(w, cl.mean, base.mean));
+					 gain(&cl, &base));
 			fprintf(f, " %24s", cellbuf);
 		}
 		fprintf(f, "\n");
@@ -249,7 +263,7 @@ static void rss_table(FILE *f)
 
 /* ---- The seeds and the summary ------------------------------------------------- */
 
-/* b against a on workload w, every row: "label +x.x%*" ... */
+/* b against a on workload w, every row: "label +x.x%*" ..., and in CPU time. */
 static void seed_cmp(FILE *f, unsigned int w, const char *a, const char *b, const char *why)
 {
 	int ca = col_index(a), cb = col_index(b);
@@ -257,15 +271,18 @@ static void seed_cmp(FILE *f, unsigned int w, const char *a, const char *b, cons
 
 	if (!opt.wl_on[w] || ca < 0 || cb < 0)
 		return;
-	fprintf(f, "  %-9s %s vs %s (%s):", workloads[w].name, b, a, why);
-	for (unsigned int r = 0; r < opt.nr_rows[w]; r++) {
-		cell_of(w, r, (unsigned int)ca, &x);
-		cell_of(w, r, (unsigned int)cb, &y);
-		if (x.n && y.n)
-			fprintf(f, " %s %+.1f%%%s", opt.rows[w][r].label,
-				gain(w, y.mean, x.mean), significant(&x, &y) ? "*" : "");
+	fprintf(f, "  %-9s %s vs %s (%s):\n", workloads[w].name, b, a, why);
+	for (enum view v = V_METRIC; v <= (workloads[w].cpu_view ? V_CPU : V_METRIC); v++) {
+		fprintf(f, "    %-13s", v == V_CPU ? "CPU/alloc" : workloads[w].unit);
+		for (unsigned int r = 0; r < opt.nr_rows[w]; r++) {
+			cell_view(w, r, (unsigned int)ca, v, &x);
+			cell_view(w, r, (unsigned int)cb, v, &y);
+			if (x.n && y.n)
+				fprintf(f, " %s %+.1f%%%s", opt.rows[w][r].label,
+					gain(&y, &x), significant(&x, &y) ? "*" : "");
+		}
+		fprintf(f, "\n");
 	}
-	fprintf(f, "\n");
 }
 
 /* libslub column c against the best peer, row by row: geometric mean of the ratios. */
@@ -304,10 +321,19 @@ static double vs_best_peer(unsigned int w, unsigned int c, char *best, size_t si
 	return n ? exp(logsum / n) : 0;
 }
 
+static const char *ratio_str(double r, char *buf)
+{
+	if (r > 0)
+		snprintf(buf, 16, "%.2f", r);
+	else
+		snprintf(buf, 16, "-");
+	return buf;
+}
+
 static void summary(FILE *f)
 {
 	int def = col_index("default"), lm = col_index("libslub-malloc");
-	char best[32], best2[32];
+	char best[32] = "", best2[32] = "", s1[16], s2[16];
 
 	fprintf(f, "\nThe seeds' comparisons (%% change, positive = better; * outside "
 		"the noise)\n");
@@ -350,8 +376,8 @@ static void summary(FILE *f)
 			r1 = vs_best_peer(w, (unsigned int)def, best, sizeof(best));
 		if (lm >= 0)
 			r2 = vs_best_peer(w, (unsigned int)lm, best2, sizeof(best2));
-		fprintf(f, "%-10s %-12s %-20.2f %-20.2f %s\n", workloads[w].name,
-			bc < 0 ? "-" : opt.cols[bc].name, r1, r2,
+		fprintf(f, "%-10s %-12s %-20s %-20s %s\n", workloads[w].name,
+			bc < 0 ? "-" : opt.cols[bc].name, ratio_str(r1, s1), ratio_str(r2, s2),
 			best[0] ? best : best2[0] ? best2 : "-");
 		best[0] = best2[0] = '\0';
 	}
@@ -375,8 +401,6 @@ static void header(FILE *f)
 
 void print_report(FILE *f)
 {
-	char title[512];
-
 	header(f);
 	for (unsigned int w = 0; w < NR_WL; w++) {
 		if (!opt.wl_on[w])
@@ -385,10 +409,16 @@ void print_report(FILE *f)
 			workloads[w].what, workloads[w].unit, workloads[w].higher_better ?
 			"higher is better (Hmean)" : "lower is better (Amean)",
 			workloads[w].row_what);
-		snprintf(title, sizeof(title), "kmem_cache API (kmalloc), presets");
-		metric_table(f, w, 0, opt.nr_presets, title);
-		snprintf(title, sizeof(title), "malloc API, allocators");
-		metric_table(f, w, opt.nr_presets, opt.nr_cols, title);
+		metric_table(f, w, V_METRIC, 0, opt.nr_presets,
+			     "kmem_cache API (kmalloc), presets");
+		metric_table(f, w, V_METRIC, opt.nr_presets, opt.nr_cols,
+			     "malloc API, allocators");
+		if (workloads[w].cpu_view) {
+			metric_table(f, w, V_CPU, 0, opt.nr_presets, "CPU time (user + sys) "
+				     "per allocation, ns: kmem_cache API, presets");
+			metric_table(f, w, V_CPU, opt.nr_presets, opt.nr_cols,
+				     "CPU time per allocation, ns: malloc API, allocators");
+		}
 		counter_table(f, w);
 	}
 	rss_table(f);
@@ -446,6 +476,8 @@ static void json_cell(FILE *f, unsigned int w, unsigned int r, unsigned int c)
 		fprintf(f, "%s%.9g", k ? ", " : "", cl.v[k]);
 	fprintf(f, "], \"mean\": %.9g, \"stddev\": %.9g, \"rss_mib\": %.2f, \"ops\": %llu",
 		cl.mean, cl.sd, cl.rss_mib, cl.ops);
+	cell_view(w, r, c, V_CPU, &cl);
+	fprintf(f, ", \"cpu_ns_per_alloc\": %.4g", cl.mean);
 	if (cl.have_ctr) {
 		fprintf(f, ", \"counters\": {");
 		for (unsigned int i = 0; i < NR_CTR; i++)

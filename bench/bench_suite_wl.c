@@ -17,8 +17,10 @@
  *              address written into it (hackbench-thread-pipes); the pipe
  *              is cut to one page so that senders block as hackbench's do.
  *   tbench     (2007) 2x the CPUs client/server pairs, each pair pinned to
- *              one CPU; a request and a response of 4096 bytes
- *              (kmalloc-4096), allocated on send and freed on receive.
+ *              one CPU; a request of one 4096-byte skb (kmalloc-4096) and a
+ *              16 KiB reply of four, allocated on send and freed on
+ *              receive: with two pairs a CPU, more objects are in flight
+ *              than an order-1 slab holds, the report's scenario (b).
  *              Rows: kmalloc-4k forced to order 1 (2 objects a slab, the
  *              report's) and at its computed order.
  *   stream     netperf UDP_STREAM (2016): one sender and one receiver on
@@ -61,6 +63,7 @@
 #define RR_HEAD		256
 #define RR_DATA		2048
 #define TBENCH_SIZE	4096
+#define TBENCH_REPLY	4	/* skbs in a reply: 16 KiB, as a ReadX */
 #define HB_PER_GROUP	20	/* senders, and receivers, per group */
 #define HB_SIZE		100	/* hackbench's DATASIZE */
 #define STREAM_QUEUE	256
@@ -89,7 +92,7 @@ struct wthread {
 	unsigned int idx;
 	int cpu;			/* -1: the scheduler's choice */
 	unsigned long long ops;		/* this phase */
-	double busy;			/* fsmark: seconds allocating */
+	double busy;			/* thread CPU seconds: fsmark allocating, fastpath */
 	void *arg;
 } __attribute__((aligned(64)));
 
@@ -170,19 +173,23 @@ static struct wthread *team_alloc(unsigned int nt)
 
 /* ---- rr and tbench: request/response pairs ------------------------------ */
 
+/*
+ * A message: a head (the skb) with nr data objects, whose addresses it
+ * carries; the bq item's v is nr.
+ */
 struct rr_cfg {
-	size_t head, data;	/* data 0: the head is the whole message */
+	size_t head, data;
+	unsigned int req, resp;		/* data objects in a request, a response */
 };
 static struct rr_cfg rr_cfg;
 
-/* The head carries the data's address; the data its first byte. */
-static struct bq_item rr_msg(void)
+static struct bq_item rr_msg(unsigned int nr)
 {
 	char *h = xalloc(rr_cfg.head);
 
-	if (rr_cfg.data)
-		*(char **)(h + 8) = xalloc(rr_cfg.data);
-	return (struct bq_item){ h, 1 };
+	for (unsigned int i = 0; i < nr; i++)
+		((char **)(h + 8))[i] = xalloc(rr_cfg.data);
+	return (struct bq_item){ h, nr };
 }
 
 static void rr_msg_free(struct bq_item it)
@@ -191,8 +198,8 @@ static void rr_msg_free(struct bq_item it)
 
 	if (h[0] != (char)rr_cfg.head)
 		fail("message", "corrupted: the allocator handed out a live object");
-	if (rr_cfg.data)
-		wl_free(*(char **)(h + 8));
+	for (unsigned int i = 0; i < it.v; i++)
+		wl_free(((char **)(h + 8))[i]);
 	wl_free(h);
 }
 
@@ -205,12 +212,12 @@ static void rr_thread(struct wthread *t)
 	if (t->idx & 1) {
 		while ((it = bq_recv(&q[0])).p) {
 			rr_msg_free(it);
-			bq_send(&q[1], rr_msg());
+			bq_send(&q[1], rr_msg(rr_cfg.resp));
 		}
 		return;
 	}
 	while (!stop) {
-		bq_send(&q[0], rr_msg());
+		bq_send(&q[0], rr_msg(rr_cfg.req));
 		rr_msg_free(bq_recv(&q[1]));
 		t->ops++;
 	}
@@ -234,20 +241,20 @@ static void rr_pairs(unsigned int np, bool pin_pair, const struct point_spec *ps
 	}
 	tx = run_team(t, 2 * np, rr_thread, true, ps->duration, s);
 	s->metric = s->secs > 0 ? (double)tx / s->secs : 0;
-	s->ops = tx * 2 * (rr_cfg.data ? 2 : 1);
+	s->ops = tx * (2 + rr_cfg.req + rr_cfg.resp);
 	free(q);
 	free(t);
 }
 
 static void run_rr(const struct point_spec *ps, struct sample *s)
 {
-	rr_cfg = (struct rr_cfg){ RR_HEAD, RR_DATA };
+	rr_cfg = (struct rr_cfg){ RR_HEAD, RR_DATA, 1, 1 };
 	rr_pairs(row_threads(WL_RR, ps->param, child_ncpu) / 2, false, ps, s);
 }
 
 static void run_tbench(const struct point_spec *ps, struct sample *s)
 {
-	rr_cfg = (struct rr_cfg){ TBENCH_SIZE, 0 };
+	rr_cfg = (struct rr_cfg){ TBENCH_SIZE, TBENCH_SIZE, 0, TBENCH_REPLY - 1 };
 	rr_pairs(row_threads(WL_TBENCH, ps->param, child_ncpu) / 2, true, ps, s);
 }
 
@@ -385,13 +392,13 @@ static void fs_thread(struct wthread *t)
 	char **f = t->arg;
 
 	while (!stop) {
-		double t0 = now();
+		double t0 = thread_cpu();
 
 		for (unsigned int i = 0; i < FS_BURST; i++) {
 			f[2 * i] = xalloc(FS_DENTRY);
 			f[2 * i + 1] = xalloc(FS_INODE);
 		}
-		t->busy += now() - t0;
+		t->busy += thread_cpu() - t0;
 		t->ops += FS_BURST;
 		for (unsigned int i = 0; i < 2 * FS_BURST; i++)
 			wl_free(f[i]);
@@ -427,6 +434,7 @@ static unsigned int fp_param;
 static void fp_thread(struct wthread *t)
 {
 	size_t size = fp_param & ~FASTPATH_BATCH;
+	double t0 = thread_cpu();
 	char *p[FP_BATCH];
 
 	while (!stop) {
@@ -446,6 +454,7 @@ static void fp_thread(struct wthread *t)
 		}
 		t->ops += FP_CHECK;
 	}
+	t->busy = thread_cpu() - t0;
 }
 
 static void run_fastpath(const struct point_spec *ps, struct sample *s)
@@ -456,7 +465,7 @@ static void run_fastpath(const struct point_spec *ps, struct sample *s)
 	fp_param = ps->param;
 	t[0].cpu = child_cpus[0];
 	ops = run_team(t, 1, fp_thread, true, ps->duration, s);
-	s->metric = ops ? s->secs * 1e9 / (double)ops : 0;
+	s->metric = ops ? t[0].busy * 1e9 / (double)ops : 0;
 	s->ops = ops;
 	free(t);
 }
@@ -467,23 +476,23 @@ const struct workload workloads[NR_WL] = {
 	[WL_RR] = { "rr", "netperf TCP_RR model: client/server pairs, kmalloc-256 head + "
 		    "kmalloc-2048 data per message (futex queue)", "trans/s", true,
 		    "1,4,12", "threads (client/server pairs = N x the CPUs, N = -R rr=...)",
-		    "kmalloc-256", run_rr },
+		    "kmalloc-256", true, run_rr },
 	[WL_HACKBENCH] = { "hackbench", "groups of 20 senders + 20 receivers, 100-byte "
 			   "messages (threads, pipes)", "seconds", false, "1,2,4",
-			   "groups", "kmalloc-128", run_hackbench },
+			   "groups", "kmalloc-128", true, run_hackbench },
 	[WL_TBENCH] = { "tbench", "2 x CPUs client/server pairs, each on one CPU, "
-			"kmalloc-4096 request and response (futex queue)", "trans/s",
+			"1 x kmalloc-4096 request, 4 x reply (futex queue)", "trans/s",
 			true, "1,0", "kmalloc-4k order: 1 forced, 0 computed",
-			"kmalloc-4k", run_tbench },
+			"kmalloc-4k", true, run_tbench },
 	[WL_STREAM] = { "stream", "netperf UDP_STREAM model: one sender, one receiver, "
 			"256-message queue", "MB/s", true, "64,1024,4096,16384",
-			"message bytes", NULL, run_stream },
+			"message bytes", NULL, true, run_stream },
 	[WL_FSMARK] = { "fsmark", "zero-sized file creation: bursts of 2048 x (dentry 192 + "
-			"inode 704) allocated, then freed", "files/s", true, "1,0",
-			"threads (0: one per CPU)", "kmalloc-1k", run_fsmark },
+			"inode 704) allocated, then freed", "files/s (thread CPU time)", true, "1,0",
+			"threads (0: one per CPU)", "kmalloc-1k", false, run_fsmark },
 	[WL_FASTPATH] = { "fastpath", "one thread: alloc/free pairs and batches of 64",
-			  "ns/op", false, "16,64,256,1024,4096", "object bytes", NULL,
-			  run_fastpath },
+			  "ns/op (thread CPU time)", false, "16,64,256,1024,4096", "object bytes", NULL,
+			  false, run_fastpath },
 };
 
 unsigned int row_threads(unsigned int wl, unsigned int param, unsigned int ncpus)
