@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -139,6 +140,44 @@ bool preload_mapped(void)
 		found = strstr(line, base) != NULL;
 	fclose(f);
 	return found;
+}
+
+size_t run_child(void (*start)(int wfd, void *arg), void *arg, void *buf,
+		 size_t size, int *status)
+{
+	size_t got = 0;
+	int fd[2];
+	ssize_t n;
+	pid_t pid;
+
+	*status = -1;
+	if (pipe(fd))
+		return 0;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(fd[0]);
+		close(fd[1]);
+		return 0;
+	}
+	if (!pid) {
+		close(fd[0]);
+		start(fd[1], arg);
+		fprintf(stderr, "exec: %s\n", strerror(errno));
+		_exit(127);
+	}
+	close(fd[1]);
+	while (got < size && (n = read(fd[0], (char *)buf + got, size - got)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd[0]);
+	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+		;
+	return got;
 }
 
 int cmp_double(const void *a, const void *b)

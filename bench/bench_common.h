@@ -36,6 +36,16 @@ long status_kb(const char *key);
 /* Is the library named by LD_PRELOAD mapped here? (true without one) */
 bool preload_mapped(void);
 
+/*
+ * Run a child that reports through a pipe. In the child, after fork,
+ * start(wfd, arg) sets what it needs and execs, writing its report to wfd;
+ * if it returns, the exec failed and the child exits 127. The parent reads
+ * what comes through the pipe, up to size bytes, into buf, waits for the
+ * child and returns the bytes read, with the wait status in *status.
+ */
+size_t run_child(void (*start)(int wfd, void *arg), void *arg, void *buf,
+		 size_t size, int *status);
+
 /* qsort comparison of doubles, ascending. */
 int cmp_double(const void *a, const void *b);
 /* s as a JSON string, quoted, with '"' and '\' escaped, controls dropped. */

@@ -348,17 +348,29 @@ static int child_main(unsigned int w)
 
 static char *child_argv[32];
 
+/* In the child: the allocator under test, or none for glibc; then exec. */
+static void start_one(int wfd, void *arg)
+{
+	unsigned int a = *(unsigned int *)arg;
+
+	if (dup2(wfd, 1) < 0)
+		return;
+	if (lib_path[a][0])
+		setenv("LD_PRELOAD", lib_path[a], 1);
+	else
+		unsetenv("LD_PRELOAD");
+	execv("/proc/self/exe", child_argv);
+}
+
 static void run_one(unsigned int w, unsigned int a)
 {
 	struct result *res = &results[w][a];
 	char buf[256], wbuf[16];
 	unsigned long long ops;
-	size_t got = 0;
-	int fd[2], status;
+	int status;
 	double secs;
+	size_t got;
 	long hwm;
-	ssize_t n;
-	pid_t pid;
 
 	if (res->failed[0])
 		return;		/* failed once: not run again */
@@ -366,32 +378,11 @@ static void run_one(unsigned int w, unsigned int a)
 	for (unsigned int i = 0; child_argv[i]; i++)
 		if (!strcmp(child_argv[i], "-X"))
 			child_argv[i + 1] = wbuf;
-	if (pipe(fd))
-		die("pipe", strerror(errno));
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		die("fork", strerror(errno));
-	if (!pid) {
-		close(fd[0]);
-		if (dup2(fd[1], 1) < 0)
-			_exit(127);
-		if (lib_path[a][0])
-			setenv("LD_PRELOAD", lib_path[a], 1);
-		else
-			unsetenv("LD_PRELOAD");
-		execv("/proc/self/exe", child_argv);
-		fprintf(stderr, "bench_malloc: exec: %s\n", strerror(errno));
-		_exit(127);
-	}
-	close(fd[1]);
-	while (got < sizeof(buf) - 1 && (n = read(fd[0], buf + got, sizeof(buf) - 1 - got)) > 0)
-		got += (size_t)n;
+	got = run_child(start_one, &a, buf, sizeof(buf) - 1, &status);
 	buf[got] = 0;
-	close(fd[0]);
-	if (waitpid(pid, &status, 0) < 0)
-		die("waitpid", strerror(errno));
-	if (WIFSIGNALED(status)) {
+	if (status == -1) {
+		snprintf(res->failed, sizeof(res->failed), "could not start");
+	} else if (WIFSIGNALED(status)) {
 		snprintf(res->failed, sizeof(res->failed), "killed by signal %d (%s)",
 			 WTERMSIG(status), strsignal(WTERMSIG(status)));
 	} else if (WEXITSTATUS(status)) {

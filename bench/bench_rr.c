@@ -129,57 +129,51 @@ unsigned int shape_pairs(unsigned int shape, unsigned int m)
 
 static char *self_argv0;
 
+struct spawn_arg {
+	const struct preset_spec *ps;
+	const struct shape *sh;
+	unsigned int np;
+};
+
+/* In the child: the preset, the sizing CPU count, the ratio; then exec. */
+static void start_point(int wfd, void *arg)
+{
+	const struct spawn_arg *a = arg;
+	char fdarg[16], shapearg[48], secs[32], cfg[1024], nrc[16];
+	char *av[] = { self_argv0, "-X", fdarg, "-c", shapearg, "-d", secs, NULL };
+
+	snprintf(fdarg, sizeof(fdarg), "%d", wfd);
+	snprintf(shapearg, sizeof(shapearg), "%u,%d,%u,%u", a->sh->burst, a->sh->pin,
+		 a->sh->hold, a->np);
+	snprintf(secs, sizeof(secs), "%.6f", opt.duration);
+	setenv("SLUB_PRESET", a->ps->preset, 1);
+	if (opt.nr_cpus_sizing) {
+		snprintf(nrc, sizeof(nrc), "%u", opt.nr_cpus_sizing);
+		setenv("SLUB_NR_CPUS", nrc, 1);
+	} else {
+		unsetenv("SLUB_NR_CPUS");
+	}
+	if (a->ps->ratio >= 0) {
+		const char *user = getenv("SLUB_CONFIG");
+
+		snprintf(cfg, sizeof(cfg), "%s%sslab/%s/slab_thrash_ratio=%d;"
+			 "slab/%s/slab_thrash_ratio=%d", user ? user : "",
+			 user && *user ? ";" : "", cache_file[C_HEAD], a->ps->ratio,
+			 cache_file[C_DATA], a->ps->ratio);
+		setenv("SLUB_CONFIG", cfg, 1);
+	}
+	execv("/proc/self/exe", av);
+}
+
 /* Run one point in a child with preset ps; false if it failed. */
 static bool spawn(const struct preset_spec *ps, const struct shape *sh,
 		  unsigned int np, struct child_msg *cm)
 {
-	char fdarg[16], shapearg[48], secs[32], cfg[1024], nrc[16];
-	char *av[] = { self_argv0, "-X", fdarg, "-c", shapearg, "-d", secs, NULL };
-	char *p = (char *)cm;
-	size_t got = 0;
-	int fd[2], status;
-	ssize_t n;
-	pid_t pid;
+	struct spawn_arg a = { ps, sh, np };
+	int status;
+	size_t got = run_child(start_point, &a, cm, sizeof(*cm), &status);
 
-	if (pipe(fd))
-		die("pipe", strerror(errno));
-	snprintf(fdarg, sizeof(fdarg), "%d", fd[1]);
-	snprintf(shapearg, sizeof(shapearg), "%u,%d,%u,%u", sh->burst, sh->pin,
-		 sh->hold, np);
-	snprintf(secs, sizeof(secs), "%.6f", opt.duration);
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		die("fork", strerror(errno));
-	if (!pid) {
-		close(fd[0]);
-		setenv("SLUB_PRESET", ps->preset, 1);
-		if (opt.nr_cpus_sizing) {
-			snprintf(nrc, sizeof(nrc), "%u", opt.nr_cpus_sizing);
-			setenv("SLUB_NR_CPUS", nrc, 1);
-		} else {
-			unsetenv("SLUB_NR_CPUS");
-		}
-		if (ps->ratio >= 0) {
-			const char *user = getenv("SLUB_CONFIG");
-
-			snprintf(cfg, sizeof(cfg), "%s%sslab/%s/slab_thrash_ratio=%d;"
-				 "slab/%s/slab_thrash_ratio=%d", user ? user : "",
-				 user && *user ? ";" : "", cache_file[C_HEAD], ps->ratio,
-				 cache_file[C_DATA], ps->ratio);
-			setenv("SLUB_CONFIG", cfg, 1);
-		}
-		execv("/proc/self/exe", av);
-		fprintf(stderr, "bench_rr: exec: %s\n", strerror(errno));
-		_exit(127);
-	}
-	close(fd[1]);
-	while (got < sizeof(*cm) &&
-	       (n = read(fd[0], p + got, sizeof(*cm) - got)) > 0)
-		got += (size_t)n;
-	close(fd[0]);
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) || got != sizeof(*cm)) {
+	if (!WIFEXITED(status) || WEXITSTATUS(status) || got != sizeof(*cm)) {
 		fprintf(stderr, "bench_rr: %s, %u pairs: the child failed (status "
 			"0x%x, %zu of %zu bytes)\n", ps->name, np, status, got,
 			sizeof(*cm));

@@ -89,55 +89,45 @@ static bool parse_line(char *line, struct sample *s)
 	return s->metric > 0;
 }
 
-/* The environment of a child: its preset or its allocator, nothing inherited. */
-static void child_env(const struct column *col, unsigned int w, unsigned int param)
+struct child_arg {
+	const struct column *col;
+	unsigned int w, param;
+	const char *exe, *spec;
+};
+
+/* In the child: its preset or its allocator, nothing inherited; then exec. */
+static void start_point(int wfd, void *arg)
 {
+	const struct child_arg *a = arg;
+
+	if (dup2(wfd, STDOUT_FILENO) < 0)
+		return;
 	unsetenv("LD_PRELOAD");
 	unsetenv("SLUB_PRESET");
 	unsetenv("SLUB_CONFIG");
-	if (col->api == API_KMEM) {
-		setenv("SLUB_PRESET", col->name, 1);
-		if (w == WL_TBENCH && param == TBENCH_ORDER1)
+	if (a->col->api == API_KMEM) {
+		setenv("SLUB_PRESET", a->col->name, 1);
+		if (a->w == WL_TBENCH && a->param == TBENCH_ORDER1)
 			setenv("SLUB_CONFIG", "slab/kmalloc-4k/order=1", 1);
-	} else if (col->lib[0]) {
-		setenv("LD_PRELOAD", col->lib, 1);
+	} else if (a->col->lib[0]) {
+		setenv("LD_PRELOAD", a->col->lib, 1);
 	}
+	execl(a->exe, "bench_suite", "-X", a->spec, (char *)NULL);
 }
 
 static bool run_point(unsigned int w, unsigned int r, const struct column *col,
 		      struct sample *s)
 {
 	char spec[96], buf[1024];
-	const char *exe = col->api == API_KMEM ? "/proc/self/exe" : malloc_exe;
-	size_t got = 0;
-	int fd[2], status;
-	ssize_t n;
-	pid_t pid;
+	struct child_arg a = { col, w, opt.rows[w][r].param,
+			       col->api == API_KMEM ? "/proc/self/exe" : malloc_exe, spec };
+	size_t got;
+	int status;
 
 	snprintf(spec, sizeof(spec), "%u:%u:%.6f:%u", w, opt.rows[w][r].param,
 		 opt.duration, opt.loops);
-	if (pipe(fd))
-		die("pipe", strerror(errno));
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		die("fork", strerror(errno));
-	if (!pid) {
-		close(fd[0]);
-		if (dup2(fd[1], STDOUT_FILENO) < 0)
-			_exit(127);
-		child_env(col, w, opt.rows[w][r].param);
-		execl(exe, "bench_suite", "-X", spec, (char *)NULL);
-		fprintf(stderr, "bench_suite: exec %s: %s\n", exe, strerror(errno));
-		_exit(127);
-	}
-	close(fd[1]);
-	while (got < sizeof(buf) - 1 && (n = read(fd[0], buf + got, sizeof(buf) - 1 - got)) > 0)
-		got += (size_t)n;
+	got = run_child(start_point, &a, buf, sizeof(buf) - 1, &status);
 	buf[got] = '\0';
-	close(fd[0]);
-	if (waitpid(pid, &status, 0) < 0)
-		die("waitpid", strerror(errno));
 	memset(s, 0, sizeof(*s));
 	if (WIFEXITED(status) && !WEXITSTATUS(status) && parse_line(buf, s)) {
 		s->ok = true;
