@@ -299,7 +299,14 @@ struct bq_item bq_recv(struct bq *q)
 		bq_wait(&q->tail, &q->recv_waiting, t);
 	it = q->slot[h & (q->size - 1)];
 	__atomic_store_n(&q->head, h + 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&q->send_waiting, __ATOMIC_SEQ_CST))
+	/*
+	 * A sender blocked on a full queue is woken once half of it is free,
+	 * as the kernel wakes a writer when half of the socket buffer is
+	 * (sock_def_write_space): not once per message. While it sleeps the
+	 * queue only drains, so the count passes the half on the way.
+	 */
+	if (t - (h + 1) <= q->size / 2 &&
+	    __atomic_load_n(&q->send_waiting, __ATOMIC_SEQ_CST))
 		futex(&q->head, FUTEX_WAKE_PRIVATE, 1);
 	return it;
 }
