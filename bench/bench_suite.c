@@ -106,7 +106,15 @@ static void start_point(int wfd, void *arg)
 	unsetenv("SLUB_PRESET");
 	unsetenv("SLUB_CONFIG");
 	if (a->col->api == API_KMEM) {
-		setenv("SLUB_PRESET", a->col->name, 1);
+		char preset[32], nr[16];
+
+		snprintf(preset, sizeof(preset), "%.*s", (int)strcspn(a->col->name, "/"),
+			 a->col->name);
+		setenv("SLUB_PRESET", preset, 1);
+		if (a->col->nr_cpus) {
+			snprintf(nr, sizeof(nr), "%u", a->col->nr_cpus);
+			setenv("SLUB_NR_CPUS", nr, 1);
+		}
 		if (a->w == WL_TBENCH && a->param == TBENCH_ORDER1)
 			setenv("SLUB_CONFIG", "slab/kmalloc-4k/order=1", 1);
 	} else if (a->col->lib[0]) {
@@ -227,10 +235,20 @@ static void add_presets(const char *want)
 		snprintf(all, sizeof(all), "\n%s", list);
 		snprintf(copy, sizeof(copy), "%s", want);
 		for (tok = strtok_r(copy, ",", &s2); tok; tok = strtok_r(NULL, ",", &s2)) {
-			snprintf(line, sizeof(line), "\n%s\n", tok);
+			char *slash = strchr(tok, '/'), *end;
+			unsigned long cpus = 0;
+
+			if (slash) {
+				cpus = strtoul(slash + 1, &end, 10);
+				if (*end || !cpus || cpus > 4096)
+					die("-p: preset/N wants a CPU count", tok);
+			}
+			snprintf(line, sizeof(line), "\n%.*s\n", (int)(slash ? slash - tok :
+				 (long)strlen(tok)), tok);
 			if (!strstr(all, line))
 				die("-p: not one of policy/presets", tok);
 			add_col(tok, API_KMEM, NULL, true);
+			opt.cols[opt.nr_cols - 1].nr_cpus = (unsigned int)cpus;
 		}
 	} else {
 		for (name = strtok_r(list, "\n", &save); name; name = strtok_r(NULL, "\n", &save))
@@ -319,7 +337,7 @@ static __attribute__((noreturn)) void usage(int code)
 		"  -w  workloads, comma-separated (default all: rr,hackbench,tbench,"
 		"stream,fsmark,fastpath)\n"
 		"  -p  presets through the kmem_cache API (default: every one in "
-		"policy/presets)\n"
+		"policy/presets);\n      preset/N sizes slabs for N CPUs (SLUB_NR_CPUS=N)\n"
 		"  -a  allocators through the malloc API (default " DEFAULT_PEERS ")\n"
 		"  -R  a workload's rows, e.g. rr=1,2,4,8,12 (pairs = N x CPUs), "
 		"hackbench=1,4,16 (groups),\n"

@@ -95,6 +95,7 @@ struct column {
 	enum api api;
 	char lib[4096];		/* LD_PRELOAD; "" for glibc and the kmem columns */
 	bool libslub;		/* has SLUB counters: kmem columns, libslub-malloc */
+	unsigned int nr_cpus;	/* "preset/N": SLUB_NR_CPUS=N; 0: not set */
 };
 
 struct row {

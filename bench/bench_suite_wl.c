@@ -12,8 +12,8 @@
  *              the receiver. Transport: the bq futex queue (bench_common).
  *   hackbench  (2011, 2016, 2021) groups of 20 sender and 20 receiver
  *              threads; every sender sends each receiver of its group
- *              `loops` 100-byte messages, allocated on send and freed on
- *              receive. Transport: pipes, one per receiver, the message's
+ *              `loops` 100-byte messages in skb-sized buffers (484 bytes,
+ *              kmalloc-512), allocated on send and freed on receive. Transport: pipes, one per receiver, the message's
  *              address written into it (hackbench-thread-pipes); the pipe
  *              is cut to one page so that senders block as hackbench's do.
  *   tbench     (2007) 2x the CPUs client/server pairs, each pair pinned to
@@ -65,7 +65,12 @@
 #define TBENCH_SIZE	4096
 #define TBENCH_REPLY	4	/* skbs in a reply: 16 KiB, as a ReadX */
 #define HB_PER_GROUP	20	/* senders, and receivers, per group */
-#define HB_SIZE		100	/* hackbench's DATASIZE */
+/*
+ * hackbench's DATASIZE is 100 bytes; the kernel puts it in an skb whose
+ * data buffer also holds the headroom and struct skb_shared_info: about
+ * 100 + 64 + 320 bytes, kmalloc-512, the cache of the 2021 thread.
+ */
+#define HB_SIZE		484
 #define STREAM_QUEUE	256
 #define FS_BURST	2048
 #define FS_DENTRY	192
@@ -478,8 +483,8 @@ const struct workload workloads[NR_WL] = {
 		    "1,4,12", "threads (client/server pairs = N x the CPUs, N = -R rr=...)",
 		    "kmalloc-256", true, run_rr },
 	[WL_HACKBENCH] = { "hackbench", "groups of 20 senders + 20 receivers, 100-byte "
-			   "messages (threads, pipes)", "seconds", false, "1,2,4",
-			   "groups", "kmalloc-128", true, run_hackbench },
+			   "messages in 484-byte skbs (threads, pipes)", "seconds", false,
+			   "1,2,4", "groups", "kmalloc-512", true, run_hackbench },
 	[WL_TBENCH] = { "tbench", "2 x CPUs client/server pairs, each on one CPU, "
 			"1 x kmalloc-4096 request, 4 x reply (futex queue)", "trans/s",
 			true, "1,0", "kmalloc-4k order: 1 forced, 0 computed",
