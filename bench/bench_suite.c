@@ -38,6 +38,7 @@ char loadavg[2][64];
 double run_secs;
 
 static char malloc_exe[PATH_MAX];	/* bench_suite_malloc */
+static char self_exe[PATH_MAX];		/* bench_suite, for messages */
 static bool tty;
 
 static __attribute__((noreturn)) void die(const char *what, const char *why)
@@ -142,12 +143,17 @@ static bool run_point(unsigned int w, unsigned int r, const struct column *col,
 		return true;
 	}
 	fprintf(stderr, "%sbench_suite: %s, row %s, %s: the child failed (status 0x%x)\n"
-		"  reproduce: %s%s%s %s -X %s\n", tty ? "\n" : "", workloads[w].name,
-		opt.rows[w][r].label, col->name, status,
-		col->api == API_KMEM ? "SLUB_PRESET=" : col->lib[0] ? "LD_PRELOAD=" : "",
-		col->api == API_KMEM ? col->name : col->lib, col->api == API_KMEM ||
-		col->lib[0] ? "" : "env -u LD_PRELOAD", col->api == API_KMEM ?
-		"bench_suite" : malloc_exe, spec);
+		"  reproduce: ", tty ? "\n" : "", workloads[w].name, opt.rows[w][r].label,
+		col->name, status);
+	if (col->api == API_KMEM)
+		fprintf(stderr, "SLUB_PRESET=%.*s%s%.0u%s ", (int)strcspn(col->name, "/"),
+			col->name, col->nr_cpus ? " SLUB_NR_CPUS=" : "", col->nr_cpus,
+			w == WL_TBENCH && a.param == TBENCH_ORDER1 ?
+			" SLUB_CONFIG=slab/kmalloc-4k/order=1" : "");
+	else
+		fprintf(stderr, "%s%s ", col->lib[0] ? "LD_PRELOAD=" : "env -u LD_PRELOAD",
+			col->lib);
+	fprintf(stderr, "%s -X %s\n", col->api == API_KMEM ? self_exe : malloc_exe, spec);
 	return false;
 }
 
@@ -462,6 +468,8 @@ int main(int argc, char **argv)
 		return child_main(argv[2]);
 	ncpu = child_ncpu = allowed_cpus(child_cpus, CPU_SETSIZE);
 	tty = isatty(STDERR_FILENO);
+	if (!realpath("/proc/self/exe", self_exe))
+		snprintf(self_exe, sizeof(self_exe), "bench_suite");
 	parse_args(argc, argv);
 	if (mkdir(opt.outdir, 0777) && errno != EEXIST)
 		die(opt.outdir, strerror(errno));
