@@ -34,9 +34,16 @@ def series(wl, cols):
 
 
 def panel(ax, wl, cols, title, dashed):
+    lo, hi = None, None
     for c, (xs, ys, es) in series(wl, cols).items():
         ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=c,
                     linestyle="--" if c in dashed else "-")
+        lo = min(ys + ([lo] if lo else []))
+        hi = max(ys + ([hi] if hi else []))
+    # Means that span more than 20x (glibc's trims, 16 KiB messages) are
+    # read on a log scale; the error bars are then only indicative.
+    if lo and hi and lo > 0 and hi / lo > 20:
+        ax.set_yscale("log")
     ax.set_xticks(range(len(wl["rows"])))
     ax.set_xticklabels([r["label"] for r in wl["rows"]], rotation=30,
                        fontsize=8)
