@@ -339,7 +339,7 @@ static __attribute__((noreturn)) void usage(int code)
 	fprintf(code ? stderr : stdout,
 		"usage: bench_suite [-w workloads] [-p presets|none] [-a peers|none]\n"
 		"                   [-R workload=rows]... [-d secs] [-r reps] [-l loops]\n"
-		"                   [-o dir] [-P plot.py|none]\n"
+		"                   [-o dir] [-P plot.py|none] [-I dir]\n"
 		"  -w  workloads, comma-separated (default all: rr,hackbench,tbench,"
 		"stream,fsmark,fastpath)\n"
 		"  -p  presets through the kmem_cache API (default: every one in "
@@ -354,7 +354,9 @@ static __attribute__((noreturn)) void usage(int code)
 		"  -r  repetitions per point (default 4)\n"
 		"  -l  hackbench messages per sender and receiver (default 400)\n"
 		"  -o  results folder (default results)\n"
-		"  -P  the plotting script, or none (default scripts/bench_plot.py)\n");
+		"  -P  the plotting script, or none (default scripts/bench_plot.py)\n"
+		"  -I  run nothing: report and plot again the suite.csv in this folder "
+		"(into -o)\n");
 	exit(code);
 }
 
@@ -386,7 +388,7 @@ static void parse_args(int argc, char **argv)
 		set_rows(w, workloads[w].rows);
 	}
 	opt.plot = BENCH_PLOT_SCRIPT;
-	while ((c = getopt(argc, argv, "w:p:a:R:d:r:l:o:P:h")) != -1) {
+	while ((c = getopt(argc, argv, "w:p:a:R:d:r:l:o:P:I:h")) != -1) {
 		switch (c) {
 		case 'w': parse_workloads(optarg); break;
 		case 'p': presets = optarg; break;
@@ -418,6 +420,7 @@ static void parse_args(int argc, char **argv)
 				usage(2);
 			break;
 		case 'o': opt.outdir = optarg; break;
+		case 'I': opt.input = optarg; break;
 		case 'P': opt.plot = optarg; break;
 		case 'h': usage(0);
 		default: usage(2);
@@ -425,6 +428,8 @@ static void parse_args(int argc, char **argv)
 	}
 	if (optind != argc)
 		usage(2);
+	if (opt.input)
+		return;
 	add_presets(presets);
 	add_peers(peers);
 	if (!opt.nr_cols)
@@ -433,9 +438,14 @@ static void parse_args(int argc, char **argv)
 
 /* ---- Output -------------------------------------------------------------------- */
 
+static void outpath_in(char *buf, size_t size, const char *dir, const char *name)
+{
+	snprintf(buf, size, "%s/%s", dir, name);
+}
+
 static void outpath(char *buf, size_t size, const char *name)
 {
-	snprintf(buf, size, "%s/%s", opt.outdir, name);
+	outpath_in(buf, size, opt.outdir, name);
 }
 
 static void plot(void)
@@ -459,6 +469,41 @@ static void plot(void)
 		       opt.plot, r);
 }
 
+/* The string after "key": "  in json, up to its closing quote, into buf. */
+static void json_get(const char *json, const char *key, char *buf, size_t size)
+{
+	const char *p = strstr(json, key);
+
+	buf[0] = '\0';
+	if (!p)
+		return;
+	p += strlen(key);
+	while (*p == '"' || *p == ':' || *p == ' ')
+		p++;
+	snprintf(buf, size, "%.*s", (int)strcspn(p, "\",}"), p);
+}
+
+/* -I: how the run was made, from its suite.json, for the report's header. */
+static void read_run_info(const char *path)
+{
+	static char json[1 << 12];
+	char v[64];
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(json, 1, sizeof(json) - 1, f) : 0;
+
+	if (f)
+		fclose(f);
+	json[n] = '\0';
+	json_get(json, "\"loadavg_before\"", loadavg[0], sizeof(loadavg[0]));
+	json_get(json, "\"loadavg_after\"", loadavg[1], sizeof(loadavg[1]));
+	json_get(json, "\"duration_s\"", v, sizeof(v));
+	opt.duration = strtod(v, NULL);
+	json_get(json, "\"loops\"", v, sizeof(v));
+	opt.loops = (unsigned int)strtoul(v, NULL, 10);
+	json_get(json, "\"run_s\"", v, sizeof(v));
+	run_secs = strtod(v, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	char path[PATH_MAX];
@@ -473,9 +518,17 @@ int main(int argc, char **argv)
 	parse_args(argc, argv);
 	if (mkdir(opt.outdir, 0777) && errno != EEXIST)
 		die(opt.outdir, strerror(errno));
-	read_loadavg(loadavg[0], sizeof(loadavg[0]));
-	run_all();
-	read_loadavg(loadavg[1], sizeof(loadavg[1]));
+	if (opt.input) {
+		outpath_in(path, sizeof(path), opt.input, "suite.csv");
+		if (!read_csv(path))
+			die(path, "not a suite.csv bench_suite wrote");
+		outpath_in(path, sizeof(path), opt.input, "suite.json");
+		read_run_info(path);
+	} else {
+		read_loadavg(loadavg[0], sizeof(loadavg[0]));
+		run_all();
+		read_loadavg(loadavg[1], sizeof(loadavg[1]));
+	}
 	outpath(path, sizeof(path), "suite.json");
 	write_json(path);
 	outpath(path, sizeof(path), "suite.csv");

@@ -112,7 +112,7 @@ struct suite_opts {
 	unsigned int nr_cols, nr_presets;	/* presets first, then peers */
 	unsigned int reps, loops;
 	double duration;
-	const char *outdir, *plot;
+	const char *outdir, *plot, *input;
 };
 
 extern struct suite_opts opt;
@@ -126,5 +126,6 @@ bool runs_on(unsigned int w, unsigned int r, unsigned int c);
 void print_report(FILE *f);
 void write_json(const char *path);
 void write_csv(const char *path);
+bool read_csv(const char *path);
 
 #endif /* BENCH_SUITE_H */

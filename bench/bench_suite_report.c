@@ -127,9 +127,9 @@ static double gain(const struct cell *cl, const struct cell *base)
 }
 
 /* Performance, higher is better, to take ratios of. */
-static double perf(unsigned int w, double mean)
+static double cell_perf(const struct cell *cl)
 {
-	return !mean ? 0 : workloads[w].higher_better ? mean : 1 / mean;
+	return !cl->mean ? 0 : cl->higher ? cl->mean : 1 / cl->mean;
 }
 
 static int col_index(const char *name)
@@ -285,8 +285,13 @@ static void seed_cmp(FILE *f, unsigned int w, const char *a, const char *b, cons
 	}
 }
 
-/* libslub column c against the best peer, row by row: geometric mean of the ratios. */
-static double vs_best_peer(unsigned int w, unsigned int c, char *best, size_t size)
+/*
+ * libslub column c against the best peer, row by row (in view v): the
+ * geometric mean of the ratios, above 1 where libslub is better; best gets
+ * the peer that was best on most rows.
+ */
+static double vs_best_peer(unsigned int w, unsigned int c, enum view v, char *best,
+			   size_t size)
 {
 	unsigned int wins[MAX_COLS] = { 0 }, n = 0, top = 0;
 	double logsum = 0;
@@ -297,20 +302,20 @@ static double vs_best_peer(unsigned int w, unsigned int c, char *best, size_t si
 		double bp = 0;
 		int bc = -1;
 
-		cell_of(w, r, c, &mine);
+		cell_view(w, r, c, v, &mine);
 		for (unsigned int p = opt.nr_presets; p < opt.nr_cols; p++) {
 			if (opt.cols[p].libslub)
 				continue;
-			cell_of(w, r, p, &cl);
-			if (cl.n && perf(w, cl.mean) > bp) {
-				bp = perf(w, cl.mean);
+			cell_view(w, r, p, v, &cl);
+			if (cl.n && cell_perf(&cl) > bp) {
+				bp = cell_perf(&cl);
 				bc = (int)p;
 			}
 		}
 		if (bc < 0 || !mine.n)
 			continue;
 		wins[bc]++;
-		logsum += log(perf(w, mine.mean) / bp);
+		logsum += log(cell_perf(&mine) / bp);
 		n++;
 	}
 	for (unsigned int p = 0; p < opt.nr_cols; p++)
@@ -333,7 +338,7 @@ static const char *ratio_str(double r, char *buf)
 static void summary(FILE *f)
 {
 	int def = col_index("default"), lm = col_index("libslub-malloc");
-	char best[32] = "", best2[32] = "", s1[16], s2[16];
+	char s[4][16];
 
 	fprintf(f, "\nThe seeds' comparisons (%% change, positive = better; * outside "
 		"the noise)\n");
@@ -346,11 +351,16 @@ static void summary(FILE *f)
 	seed_cmp(f, WL_HACKBENCH, "2016", "2021", "2021: slab order from present CPUs");
 	fprintf(f, "\nSummary: libslub against the best peer measured in this run "
 		"(ratio > 1: libslub better;\ngeometric mean over the rows; ratios, "
-		"not absolute numbers, are what carries over)\n");
-	fprintf(f, "%-10s %-12s %-20s %-20s %s\n", "workload", "best preset",
-		"default (kmem API)", "libslub-malloc", "best peer (most rows)");
+		"not absolute numbers, are what carries over).\n"
+		"default: the default preset through the kmem_cache API; CPU: CPU time "
+		"per allocation\n");
+	fprintf(f, "%-10s %-12s %-8s %-8s %-10s | %-8s %-8s %s\n", "", "best", "",
+		"libslub-", "best peer", "CPU:", "libslub-", "best peer");
+	fprintf(f, "%-10s %-12s %-8s %-8s %-10s | %-8s %-8s %s\n", "workload", "preset",
+		"default", "malloc", "(most rows)", "default", "malloc", "(CPU)");
 	for (unsigned int w = 0; w < NR_WL; w++) {
-		double bestp = 0, r1 = 0, r2 = 0;
+		double bestp = 0, r[4] = { 0 };
+		char peer[2][32] = { "", "" };
 		int bc = -1;
 
 		if (!opt.wl_on[w])
@@ -360,10 +370,10 @@ static void summary(FILE *f)
 			unsigned int n = 0;
 			struct cell cl;
 
-			for (unsigned int r = 0; r < opt.nr_rows[w]; r++) {
-				cell_of(w, r, c, &cl);
+			for (unsigned int row = 0; row < opt.nr_rows[w]; row++) {
+				cell_of(w, row, c, &cl);
 				if (cl.n) {
-					lsum += log(perf(w, cl.mean));
+					lsum += log(cell_perf(&cl));
 					n++;
 				}
 			}
@@ -372,14 +382,23 @@ static void summary(FILE *f)
 				bc = (int)c;
 			}
 		}
-		if (def >= 0)
-			r1 = vs_best_peer(w, (unsigned int)def, best, sizeof(best));
-		if (lm >= 0)
-			r2 = vs_best_peer(w, (unsigned int)lm, best2, sizeof(best2));
-		fprintf(f, "%-10s %-12s %-20s %-20s %s\n", workloads[w].name,
-			bc < 0 ? "-" : opt.cols[bc].name, ratio_str(r1, s1), ratio_str(r2, s2),
-			best[0] ? best : best2[0] ? best2 : "-");
-		best[0] = best2[0] = '\0';
+		for (enum view v = V_METRIC; v <= (workloads[w].cpu_view ? V_CPU : V_METRIC); v++) {
+			char other[32];
+
+			if (def >= 0)
+				r[2 * v] = vs_best_peer(w, (unsigned int)def, v, peer[v],
+							sizeof(peer[v]));
+			if (lm >= 0)
+				r[2 * v + 1] = vs_best_peer(w, (unsigned int)lm, v, other,
+							    sizeof(other));
+			if (!peer[v][0] && lm >= 0)
+				snprintf(peer[v], sizeof(peer[v]), "%s", other);
+		}
+		fprintf(f, "%-10s %-12s %-8s %-8s %-10s | %-8s %-8s %s\n", workloads[w].name,
+			bc < 0 ? "-" : opt.cols[bc].name, ratio_str(r[0], s[0]),
+			ratio_str(r[1], s[1]), peer[0][0] ? peer[0] : "-",
+			ratio_str(r[2], s[2]), ratio_str(r[3], s[3]),
+			peer[1][0] ? peer[1] : "-");
 	}
 }
 
@@ -464,6 +483,109 @@ void write_csv(const char *path)
 					fprintf(f, "\n");
 				}
 	fclose(f);
+}
+
+/* ---- Reading the raw numbers back (-I) ------------------------------------------- */
+
+static unsigned int find_or_add_col(const char *name, const char *api)
+{
+	int c = col_index(name);
+
+	if (c >= 0)
+		return (unsigned int)c;
+	if (opt.nr_cols == MAX_COLS)
+		return MAX_COLS;
+	c = (int)opt.nr_cols++;
+	snprintf(opt.cols[c].name, sizeof(opt.cols[c].name), "%s", name);
+	opt.cols[c].api = strcmp(api, "kmem") ? API_MALLOC : API_KMEM;
+	opt.cols[c].libslub = opt.cols[c].api == API_KMEM;
+	return (unsigned int)c;
+}
+
+static unsigned int find_or_add_row(unsigned int w, unsigned int param, const char *label,
+				    unsigned int threads)
+{
+	unsigned int r;
+
+	for (r = 0; r < opt.nr_rows[w]; r++)
+		if (opt.rows[w][r].param == param)
+			return r;
+	if (r == MAX_ROWS)
+		return MAX_ROWS;
+	opt.rows[w][r].param = param;
+	snprintf(opt.rows[w][r].label, sizeof(opt.rows[w][r].label), "%s", label);
+	opt.rows[w][r].threads = threads;
+	opt.nr_rows[w]++;
+	return r;
+}
+
+/* One line of suite.csv into results[]; false if it does not parse. */
+static bool read_csv_line(char *line)
+{
+	char *field[32], *save, *tok;
+	unsigned int nf = 0, w, r, c, rep;
+	struct sample *s;
+
+	for (tok = strtok_r(line, ",\n", &save); tok && nf < 32; tok = strtok_r(NULL, ",\n", &save))
+		field[nf++] = tok;
+	if (nf < 16)
+		return false;
+	for (w = 0; w < NR_WL && strcmp(field[0], workloads[w].name); w++)
+		;
+	rep = (unsigned int)strtoul(field[6], NULL, 10);
+	if (w == NR_WL || rep >= MAX_REPS)
+		return false;
+	r = find_or_add_row(w, (unsigned int)strtoul(field[2], NULL, 10), field[1],
+			    (unsigned int)strtoul(field[3], NULL, 10));
+	c = find_or_add_col(field[4], field[5]);
+	if (r == MAX_ROWS || c == MAX_COLS)
+		return false;
+	opt.wl_on[w] = true;
+	if (rep + 1 > opt.reps)
+		opt.reps = rep + 1;
+	s = &results[w][r][c][rep];
+	s->ok = true;
+	s->metric = strtod(field[7], NULL);
+	s->secs = strtod(field[9], NULL);
+	s->ops = strtoull(field[10], NULL, 10);
+	s->rss_kb = strtol(field[11], NULL, 10);
+	s->user_s = strtod(field[12], NULL);
+	s->sys_s = strtod(field[13], NULL);
+	s->order = (unsigned int)strtoul(field[14], NULL, 10);
+	s->objs = (unsigned int)strtoul(field[15], NULL, 10);
+	s->have_ctr = nf == 16 + NR_CTR;
+	if (s->have_ctr) {
+		opt.cols[c].libslub = true;
+		for (unsigned int i = 0; i < NR_CTR; i++)
+			s->ctr[i] = strtoull(field[16 + i], NULL, 10);
+	}
+	return true;
+}
+
+/*
+ * Load a run's suite.csv, to print its report (and plot it) again: the
+ * columns and rows in the order they were measured, presets first.
+ */
+bool read_csv(const char *path)
+{
+	char line[2048];
+	FILE *f = fopen(path, "r");
+	bool ok = true;
+
+	if (!f)
+		return false;
+	memset(opt.wl_on, 0, sizeof(opt.wl_on));
+	memset(opt.nr_rows, 0, sizeof(opt.nr_rows));
+	opt.nr_cols = opt.reps = 0;
+	if (!fgets(line, sizeof(line), f) || strncmp(line, "workload,", 9))
+		ok = false;
+	while (ok && fgets(line, sizeof(line), f))
+		ok = read_csv_line(line);
+	fclose(f);
+	opt.nr_presets = 0;
+	while (opt.nr_presets < opt.nr_cols && opt.cols[opt.nr_presets].api == API_KMEM)
+		opt.nr_presets++;
+	return ok && opt.nr_cols;
 }
 
 static void json_cell(FILE *f, unsigned int w, unsigned int r, unsigned int c)

@@ -42,6 +42,11 @@ for wl in d["workloads"]:
             assert ("counters" in cell) == (name != "glibc"), (wl["name"], name)
             assert cell["rss_mib"] > 0
 PY
+# -I reports a run again from its suite.csv: the same tables.
+"$suite" -I "$out" -o "$out/again" -P none >/dev/null
+sed -n '/^== rr/,$p' "$out/suite.txt" >"$out/tables"
+sed -n '/^== rr/,$p' "$out/again/suite.txt" | cmp -s - "$out/tables" ||
+	{ echo "-I: the tables differ"; exit 1; }
 if [ "$plot" != none ]; then
 	for w in rr hackbench tbench stream fsmark fastpath summary; do
 		[ -s "$out/$w.png" ] || { echo "no $w.png"; exit 1; }
