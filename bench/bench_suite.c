@@ -305,7 +305,9 @@ static void set_rows(unsigned int w, const char *list)
 		if (*end || end == tok || v > 65536 || opt.nr_rows[w] + 2 > MAX_ROWS ||
 		    (w == WL_STREAM && (v < 64 || v > 16384)) ||
 		    (w == WL_FASTPATH && (v < 8 || v > 8192)) ||
-		    ((w == WL_RR || w == WL_HACKBENCH) && (v < 1 || v > 24)) ||
+		    (w == WL_RR && (v < 1 || v > 24)) ||
+		    /* 40 threads and 20 pipes a group: 16 stay in 1024 files */
+		    (w == WL_HACKBENCH && (v < 1 || v > 16)) ||
 		    (w == WL_TBENCH && v > 1))
 			die("-R: bad row for this workload", tok);
 		for (unsigned int batch = 0; batch < 1 + (w == WL_FASTPATH); batch++) {
@@ -346,7 +348,7 @@ static __attribute__((noreturn)) void usage(int code)
 		"policy/presets);\n      preset/N sizes slabs for N CPUs (SLUB_NR_CPUS=N)\n"
 		"  -a  allocators through the malloc API (default " DEFAULT_PEERS ")\n"
 		"  -R  a workload's rows, e.g. rr=1,2,4,8,12 (pairs = N x CPUs), "
-		"hackbench=1,4,16 (groups),\n"
+		"hackbench=1,4,16 (groups, 16 at most),\n"
 		"      tbench=1,0 (kmalloc-4k order 1 / computed), stream=64,...,16384 "
 		"(bytes),\n      fsmark=1,2 (threads; 0: one per CPU), fastpath=16,64 "
 		"(bytes)\n"
