@@ -180,6 +180,18 @@ size_t run_child(void (*start)(int wfd, void *arg), void *arg, void *buf,
 	return got;
 }
 
+bool is_line_of(const char *text, const char *name, size_t len)
+{
+	for (const char *l = text; *l; ) {
+		size_t n = strcspn(l, "\n");
+
+		if (n == len && !strncmp(l, name, len))
+			return true;
+		l += n + (l[n] == '\n');
+	}
+	return false;
+}
+
 int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

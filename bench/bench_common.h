@@ -46,6 +46,9 @@ bool preload_mapped(void);
 size_t run_child(void (*start)(int wfd, void *arg), void *arg, void *buf,
 		 size_t size, int *status);
 
+/* Is name[0..len) one of the lines of text (a listing such as policy/presets)? */
+bool is_line_of(const char *text, const char *name, size_t len);
+
 /* qsort comparison of doubles, ascending. */
 int cmp_double(const void *a, const void *b);
 /* s as a JSON string, quoted, with '"' and '\' escaped, controls dropped. */

@@ -61,6 +61,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <slub.h>
+
 #include "bench_rr.h"
 #include "compiler.h"
 
@@ -87,10 +89,6 @@ const char *const stat_file[NR_STATS] = {
 	"deferred_partial", "list_lock",
 };
 const char *const pin_name[NR_PIN] = { "none", "pair", "split" };
-
-static const char *const known_presets[] = {
-	"2007", "2009", "2009-thrash", "2011", "2016", "2021", "default",
-};
 
 int cpus[CPU_SETSIZE];
 
@@ -284,12 +282,14 @@ static void parse_mults(const char *arg, unsigned int *mults, unsigned int *nr)
 
 static void parse_presets(const char *arg)
 {
-	char *list = strdup(arg), *save, *tok, *colon;
+	char *list = strdup(arg), *save, *tok, *colon, known[1024];
 	struct preset_spec *ps;
-	size_t i;
 
 	if (!list)
 		die("-p", strerror(ENOMEM));
+	/* The library's own list: a preset added there is known here. */
+	if (slub_sysfs_read("policy/presets", known, sizeof(known)) <= 0)
+		die("policy/presets", "cannot read the library's presets");
 	opt.nr_presets = 0;
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (opt.nr_presets == MAX_PRESETS || strlen(tok) >= sizeof(ps->name))
@@ -302,11 +302,8 @@ static void parse_presets(const char *arg)
 			*colon = '\0';
 			ps->ratio = (int)parse_num(colon + 1, 0, 100);
 		}
-		for (i = 0; i < ARRAY_SIZE(known_presets); i++)
-			if (!strcmp(tok, known_presets[i]))
-				break;
-		if (i == ARRAY_SIZE(known_presets))
-			die("-p: no such preset", tok);
+		if (!is_line_of(known, tok, strlen(tok)))
+			die("-p: not one of policy/presets", tok);
 		snprintf(ps->preset, sizeof(ps->preset), "%s", tok);
 	}
 	free(list);

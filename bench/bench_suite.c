@@ -236,9 +236,8 @@ static void add_presets(const char *want)
 	if (want && !strcmp(want, "none"))
 		return;
 	if (want) {
-		char copy[256], all[1040], line[48], *s2, *tok;
+		char copy[256], *s2, *tok;
 
-		snprintf(all, sizeof(all), "\n%s", list);
 		snprintf(copy, sizeof(copy), "%s", want);
 		for (tok = strtok_r(copy, ",", &s2); tok; tok = strtok_r(NULL, ",", &s2)) {
 			char *slash = strchr(tok, '/'), *end;
@@ -249,9 +248,7 @@ static void add_presets(const char *want)
 				if (*end || !cpus || cpus > 4096)
 					die("-p: preset/N wants a CPU count", tok);
 			}
-			snprintf(line, sizeof(line), "\n%.*s\n", (int)(slash ? slash - tok :
-				 (long)strlen(tok)), tok);
-			if (!strstr(all, line))
+			if (!is_line_of(list, tok, slash ? (size_t)(slash - tok) : strlen(tok)))
 				die("-p: not one of policy/presets", tok);
 			add_col(tok, API_KMEM, NULL, true);
 			opt.cols[opt.nr_cols - 1].nr_cpus = (unsigned int)cpus;
