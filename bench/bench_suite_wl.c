@@ -101,9 +101,14 @@ struct wthread {
 	void *arg;
 } __attribute__((aligned(64)));
 
-static volatile int stop;
+static int stop;			/* main's "phase over" to the threads */
 static int phase;			/* 0: warm-up, 1: timed */
 static pthread_barrier_t team_barrier;
+
+static inline bool stopping(void)
+{
+	return __atomic_load_n(&stop, __ATOMIC_RELAXED);
+}
 static void (*team_fn)(struct wthread *t);
 
 static void *team_main(void *arg)
@@ -143,14 +148,14 @@ static unsigned long long run_team(struct wthread *t, unsigned int nt,
 			fail("pthread_create", strerror(r));
 	}
 	for (phase = 0; phase < 2; phase++) {
-		stop = 0;
+		__atomic_store_n(&stop, 0, __ATOMIC_RELAXED);
 		if (phase)
 			phase_start(s);
 		pthread_barrier_wait(&team_barrier);
 		t0 = now();
 		if (timed) {
 			sleep_secs(phase ? duration : duration / 10);
-			stop = 1;
+			__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 		}
 		pthread_barrier_wait(&team_barrier);
 		s->secs = now() - t0;
@@ -221,7 +226,7 @@ static void rr_thread(struct wthread *t)
 		}
 		return;
 	}
-	while (!stop) {
+	while (!stopping()) {
 		bq_send(&q[0], rr_msg(rr_cfg.req));
 		rr_msg_free(bq_recv(&q[1]));
 		t->ops++;
@@ -354,7 +359,7 @@ static void stream_thread(struct wthread *t)
 	struct bq_item it;
 
 	if (!t->idx) {
-		while (!stop) {
+		while (!stopping()) {
 			char *m = xalloc(stream_size);
 
 			memcpy(m + 1, src, stream_size - 2);
@@ -396,7 +401,7 @@ static void fs_thread(struct wthread *t)
 {
 	char **f = t->arg;
 
-	while (!stop) {
+	while (!stopping()) {
 		double t0 = thread_cpu();
 
 		for (unsigned int i = 0; i < FS_BURST; i++) {
@@ -442,7 +447,7 @@ static void fp_thread(struct wthread *t)
 	double t0 = thread_cpu();
 	char *p[FP_BATCH];
 
-	while (!stop) {
+	while (!stopping()) {
 		if (fp_param & FASTPATH_BATCH) {
 			for (unsigned int i = 0; i < FP_CHECK / FP_BATCH; i++) {
 				for (unsigned int j = 0; j < FP_BATCH; j++)
