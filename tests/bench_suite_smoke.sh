@@ -43,6 +43,28 @@ PY
 sed -n '/^== rr/,$p' "$out/suite.txt" >"$out/tables"
 sed -n '/^== rr/,$p' "$out/again/suite.txt" | cmp -s - "$out/tables" ||
 	{ echo "-I: the tables differ"; exit 1; }
+# The statistics, on numbers made up for it: Hmean per cell, the change
+# against the first column, '*' where Welch's t-test puts it outside the
+# noise. a: 100 x 3; b: 200 x 3 (no spread: significant); c: 100, 300,
+# 150, whose Hmean is 150 and whose spread hides the change.
+mkdir -p "$out/stats"
+{
+	echo "workload,row,param,threads,column,api,rep,metric,unit,secs,ops,rss_kb,user_s,sys_s,order,objs"
+	for c in a:100:100:100 b:200:200:200 c:100:300:150; do
+		col=${c%%:*}
+		rep=0
+		for v in $(echo "${c#*:}" | tr : ' '); do
+			echo "rr,4,1,4,$col,kmem,$rep,$v,trans/s,0.2,1000,2048,0.1,0.1,0,0"
+			rep=$((rep + 1))
+		done
+	done
+} >"$out/stats/suite.csv"
+"$suite" -I "$out/stats" -o "$out/stats/out" -P none >"$out.log" 2>&1 ||
+	{ cat "$out.log"; exit 1; }
+grep -Eq '^Hmean 4 +100\.00 \(   0\.00%\) +200\.00 \* 100\.00%\* +150\.00 \(  50\.00%\)$' \
+	"$out/stats/out/suite.txt" ||
+	{ echo "statistics:"; grep Hmean "$out/stats/out/suite.txt"; exit 1; }
+
 # The plots, where matplotlib is installed: drawn from the JSON of a run
 # of one workload (drawing is what takes time here).
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
