@@ -1,9 +1,10 @@
 # libslub: the two commands of the README, and a few more.
 #   make test    build and run every test: plain (rseq and fallback mode),
 #                AddressSanitizer+UBSan, and ThreadSanitizer builds
-#   make bench   build and run the benchmarks (the main job); BENCH_ARGS
-#                go to bench_page_alloc, SLAB_BENCH_ARGS to bench_slab,
-#                RR_BENCH_ARGS to bench_rr, MALLOC_BENCH_ARGS to bench_malloc
+#   make bench   build and run the benchmark suite (the main job); BENCH_ARGS
+#                go to bench_suite; results/ gets the tables, plots and data
+#   make bench-detail  the single benchmarks behind it (bench_page_alloc,
+#                bench_slab, bench_rr, bench_malloc)
 #   make install install headers, libraries, pkg-config and CMake files
 #                (PREFIX=/usr/local)
 
@@ -12,13 +13,14 @@ PREFIX ?= /usr/local
 CMAKE  ?= cmake
 CTEST  ?= ctest
 BENCH_ARGS ?=
+PAGE_BENCH_ARGS ?=
 SLAB_BENCH_ARGS ?=
 RR_BENCH_ARGS ?=
 MALLOC_BENCH_ARGS ?=
 
 CONFIGURE = $(CMAKE) -S . -DSLUB_WERROR=ON
 
-.PHONY: all build test test-plain test-asan test-tsan bench install deps clean
+.PHONY: all build test test-plain test-asan test-tsan bench bench-detail install deps clean
 
 all: build
 
@@ -51,15 +53,28 @@ test-tsan: deps
 test: test-plain test-asan test-tsan
 	@echo "make test: plain, ASan+UBSan and TSan builds all passed"
 
-# deps.sh bench: what `test` needs, plus libmimalloc-dev for bench_slab's
-# mimalloc column (optional: without it the column is left out). -F adds
-# the libslub columns in fallback mode (SLUB_RSEQ=0) next to rseq's.
+# make bench: the benchmark suite (bench_suite): the seeds' workloads under
+# every preset and against glibc, jemalloc, tcmalloc, mimalloc and
+# libslub-malloc, in about five minutes on 2 CPUs. BENCH_ARGS selects, e.g.
+#   make bench BENCH_ARGS="-w rr,stream -p 2009,default -a glibc -r 5 -d 0.5"
+# (bench_suite -h lists the options). deps.sh bench installs the peers and
+# python3-matplotlib from Debian when run as root.
 bench:
 	@sh scripts/deps.sh bench
 	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DSLUB_TESTS=OFF >/dev/null
 	$(CMAKE) --build build-release -j $(JOBS)
+	./build-release/bench/bench_suite -o results $(BENCH_ARGS)
+
+# The detailed benchmarks behind the suite: PAGE_BENCH_ARGS go to
+# bench_page_alloc, SLAB_BENCH_ARGS to bench_slab (-F adds the libslub
+# columns in fallback mode), RR_BENCH_ARGS to bench_rr, MALLOC_BENCH_ARGS
+# to bench_malloc.
+bench-detail:
+	@sh scripts/deps.sh bench
+	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DSLUB_TESTS=OFF >/dev/null
+	$(CMAKE) --build build-release -j $(JOBS)
 	mkdir -p results
-	./build-release/bench/bench_page_alloc -o results/page_alloc.json $(BENCH_ARGS)
+	./build-release/bench/bench_page_alloc -o results/page_alloc.json $(PAGE_BENCH_ARGS)
 	./build-release/bench/bench_slab -F -o results/slab.json $(SLAB_BENCH_ARGS)
 	./build-release/bench/bench_rr -o results/rr.json $(RR_BENCH_ARGS)
 	./build-release/bench/bench_malloc -L build-release/libslub-malloc.so \

@@ -65,20 +65,6 @@ static const char *const wl_op[NR_WL] = {
 static const char *const alloc_name[NR_ALLOCS] = {
 	"glibc", "libslub", "jemalloc", "tcmalloc", "mimalloc",
 };
-/* Where Debian 12 puts them; the first readable one is used. */
-static const char *const alloc_paths[NR_ALLOCS][3] = {
-	[A_JEMALLOC] = { "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2" },
-	[A_TCMALLOC] = { "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
-			 "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4" },
-	[A_MIMALLOC] = { "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2" },
-};
-static const char *const alloc_pkg[NR_ALLOCS] = {
-	[A_SLUB] = "build target slub-malloc",
-	[A_JEMALLOC] = "libjemalloc2",
-	[A_TCMALLOC] = "libtcmalloc-minimal4",
-	[A_MIMALLOC] = "libmimalloc2.0",
-};
-
 static struct {
 	double duration;
 	unsigned int reps, pairs, threads, ws;
@@ -108,14 +94,6 @@ static __attribute__((noreturn)) void die(const char *what, const char *why)
 {
 	fprintf(stderr, "bench_malloc: %s: %s\n", what, why);
 	exit(1);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---- The child: workloads -------------------------------------------------- */
@@ -350,46 +328,6 @@ static unsigned long long run_threads(unsigned int w, double *secs)
 	return ops;
 }
 
-static long status_kb(const char *key)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	size_t len = strlen(key);
-	char line[256];
-	long kb = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, len) && line[len] == ':') {
-			kb = strtol(line + len + 1, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return kb;
-}
-
-/* Is the LD_PRELOAD library mapped into this process? */
-static bool preload_mapped(void)
-{
-	const char *pre = getenv("LD_PRELOAD");
-	const char *base;
-	char line[PATH_MAX + 128];
-	bool found = false;
-	FILE *f;
-
-	if (!pre || !*pre)
-		return true;
-	base = strrchr(pre, '/');
-	base = base ? base + 1 : pre;
-	f = fopen("/proc/self/maps", "r");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, base) != NULL;
-	fclose(f);
-	return found;
-}
-
 static int child_main(unsigned int w)
 {
 	unsigned long long ops;
@@ -410,17 +348,29 @@ static int child_main(unsigned int w)
 
 static char *child_argv[32];
 
+/* In the child: the allocator under test, or none for glibc; then exec. */
+static void start_one(int wfd, void *arg)
+{
+	unsigned int a = *(unsigned int *)arg;
+
+	if (dup2(wfd, 1) < 0)
+		return;
+	if (lib_path[a][0])
+		setenv("LD_PRELOAD", lib_path[a], 1);
+	else
+		unsetenv("LD_PRELOAD");
+	execv("/proc/self/exe", child_argv);
+}
+
 static void run_one(unsigned int w, unsigned int a)
 {
 	struct result *res = &results[w][a];
 	char buf[256], wbuf[16];
 	unsigned long long ops;
-	size_t got = 0;
-	int fd[2], status;
+	int status;
 	double secs;
+	size_t got;
 	long hwm;
-	ssize_t n;
-	pid_t pid;
 
 	if (res->failed[0])
 		return;		/* failed once: not run again */
@@ -428,32 +378,11 @@ static void run_one(unsigned int w, unsigned int a)
 	for (unsigned int i = 0; child_argv[i]; i++)
 		if (!strcmp(child_argv[i], "-X"))
 			child_argv[i + 1] = wbuf;
-	if (pipe(fd))
-		die("pipe", strerror(errno));
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		die("fork", strerror(errno));
-	if (!pid) {
-		close(fd[0]);
-		if (dup2(fd[1], 1) < 0)
-			_exit(127);
-		if (lib_path[a][0])
-			setenv("LD_PRELOAD", lib_path[a], 1);
-		else
-			unsetenv("LD_PRELOAD");
-		execv("/proc/self/exe", child_argv);
-		fprintf(stderr, "bench_malloc: exec: %s\n", strerror(errno));
-		_exit(127);
-	}
-	close(fd[1]);
-	while (got < sizeof(buf) - 1 && (n = read(fd[0], buf + got, sizeof(buf) - 1 - got)) > 0)
-		got += (size_t)n;
+	got = run_child(start_one, &a, buf, sizeof(buf) - 1, &status);
 	buf[got] = 0;
-	close(fd[0]);
-	if (waitpid(pid, &status, 0) < 0)
-		die("waitpid", strerror(errno));
-	if (WIFSIGNALED(status)) {
+	if (status == -1) {
+		snprintf(res->failed, sizeof(res->failed), "could not start");
+	} else if (WIFSIGNALED(status)) {
 		snprintf(res->failed, sizeof(res->failed), "killed by signal %d (%s)",
 			 WTERMSIG(status), strsignal(WTERMSIG(status)));
 	} else if (WEXITSTATUS(status)) {
@@ -476,13 +405,6 @@ static void run_one(unsigned int w, unsigned int a)
 }
 
 /* ---- Report ---------------------------------------------------------------- */
-
-static int cmp_double(const void *x, const void *y)
-{
-	double u = *(const double *)x, v = *(const double *)y;
-
-	return (u > v) - (u < v);
-}
 
 static double med(const struct result *r, bool rss)
 {
@@ -587,18 +509,6 @@ static void print_tables(void)
 			if (results[w][a].failed[0])
 				printf("FAILED: %s under %s: %s\n", wl_name[w],
 				       alloc_name[a], results[w][a].failed);
-}
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fputc('\\', f);
-		if ((unsigned char)*s >= 0x20)
-			fputc(*s, f);
-	}
-	fputc('"', f);
 }
 
 static void write_json(const char *path)
@@ -721,49 +631,24 @@ static void parse_list(char *arg, const char *const *names, unsigned int n, bool
 	}
 }
 
-/* libslub-malloc.so in the build tree: bench/.. of this executable. */
-static void find_slub(void)
-{
-	char exe[PATH_MAX], *slash;
-	ssize_t n;
-
-	if (opt.slub_path) {
-		snprintf(lib_path[A_SLUB], PATH_MAX, "%s", opt.slub_path);
-		return;
-	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return;
-	exe[n] = 0;
-	for (int up = 0; up < 2; up++) {
-		slash = strrchr(exe, '/');
-		if (!slash)
-			return;
-		*slash = 0;
-		snprintf(lib_path[A_SLUB], PATH_MAX, "%.*s/libslub-malloc.so",
-			 PATH_MAX - 20, exe);
-		if (!access(lib_path[A_SLUB], R_OK))
-			return;
-	}
-	lib_path[A_SLUB][0] = 0;
-}
-
 static void find_libs(void)
 {
-	find_slub();
+	if (opt.slub_path)
+		snprintf(lib_path[A_SLUB], PATH_MAX, "%s", opt.slub_path);
+	else
+		find_exe_sibling("libslub-malloc.so", lib_path[A_SLUB], PATH_MAX);
 	for (unsigned int a = 1; a < NR_ALLOCS; a++) {
-		for (unsigned int i = 0; a != A_SLUB && i < 3 && alloc_paths[a][i]; i++)
-			if (!access(alloc_paths[a][i], R_OK)) {
-				snprintf(lib_path[a], PATH_MAX, "%s", alloc_paths[a][i]);
-				break;
-			}
+		const struct peer_lib *l = peer_lib(alloc_name[a]);
+
+		if (l)
+			peer_lib_path(l, lib_path[a], PATH_MAX);
 		if (lib_path[a][0] && access(lib_path[a], R_OK))
 			lib_path[a][0] = 0;
 		if (lib_path[a][0] && !realpath(lib_path[a], lib_real[a]))
 			lib_real[a][0] = 0;
 		if (opt.alloc_on[a] && !lib_path[a][0])
 			fprintf(stderr, "bench_malloc: NOTE: %s not found (%s), left out\n",
-				alloc_name[a], alloc_pkg[a]);
+				alloc_name[a], l ? l->pkg : "build target slub-malloc");
 	}
 }
 

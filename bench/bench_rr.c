@@ -61,6 +61,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <slub.h>
+
 #include "bench_rr.h"
 #include "compiler.h"
 
@@ -87,10 +89,6 @@ const char *const stat_file[NR_STATS] = {
 	"deferred_partial", "list_lock",
 };
 const char *const pin_name[NR_PIN] = { "none", "pair", "split" };
-
-static const char *const known_presets[] = {
-	"2007", "2009", "2009-thrash", "2011", "2016", "2021", "default",
-};
 
 int cpus[CPU_SETSIZE];
 
@@ -129,57 +127,51 @@ unsigned int shape_pairs(unsigned int shape, unsigned int m)
 
 static char *self_argv0;
 
+struct spawn_arg {
+	const struct preset_spec *ps;
+	const struct shape *sh;
+	unsigned int np;
+};
+
+/* In the child: the preset, the sizing CPU count, the ratio; then exec. */
+static void start_point(int wfd, void *arg)
+{
+	const struct spawn_arg *a = arg;
+	char fdarg[16], shapearg[48], secs[32], cfg[1024], nrc[16];
+	char *av[] = { self_argv0, "-X", fdarg, "-c", shapearg, "-d", secs, NULL };
+
+	snprintf(fdarg, sizeof(fdarg), "%d", wfd);
+	snprintf(shapearg, sizeof(shapearg), "%u,%d,%u,%u", a->sh->burst, a->sh->pin,
+		 a->sh->hold, a->np);
+	snprintf(secs, sizeof(secs), "%.6f", opt.duration);
+	setenv("SLUB_PRESET", a->ps->preset, 1);
+	if (opt.nr_cpus_sizing) {
+		snprintf(nrc, sizeof(nrc), "%u", opt.nr_cpus_sizing);
+		setenv("SLUB_NR_CPUS", nrc, 1);
+	} else {
+		unsetenv("SLUB_NR_CPUS");
+	}
+	if (a->ps->ratio >= 0) {
+		const char *user = getenv("SLUB_CONFIG");
+
+		snprintf(cfg, sizeof(cfg), "%s%sslab/%s/slab_thrash_ratio=%d;"
+			 "slab/%s/slab_thrash_ratio=%d", user ? user : "",
+			 user && *user ? ";" : "", cache_file[C_HEAD], a->ps->ratio,
+			 cache_file[C_DATA], a->ps->ratio);
+		setenv("SLUB_CONFIG", cfg, 1);
+	}
+	execv("/proc/self/exe", av);
+}
+
 /* Run one point in a child with preset ps; false if it failed. */
 static bool spawn(const struct preset_spec *ps, const struct shape *sh,
 		  unsigned int np, struct child_msg *cm)
 {
-	char fdarg[16], shapearg[48], secs[32], cfg[1024], nrc[16];
-	char *av[] = { self_argv0, "-X", fdarg, "-c", shapearg, "-d", secs, NULL };
-	char *p = (char *)cm;
-	size_t got = 0;
-	int fd[2], status;
-	ssize_t n;
-	pid_t pid;
+	struct spawn_arg a = { ps, sh, np };
+	int status;
+	size_t got = run_child(start_point, &a, cm, sizeof(*cm), &status);
 
-	if (pipe(fd))
-		die("pipe", strerror(errno));
-	snprintf(fdarg, sizeof(fdarg), "%d", fd[1]);
-	snprintf(shapearg, sizeof(shapearg), "%u,%d,%u,%u", sh->burst, sh->pin,
-		 sh->hold, np);
-	snprintf(secs, sizeof(secs), "%.6f", opt.duration);
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		die("fork", strerror(errno));
-	if (!pid) {
-		close(fd[0]);
-		setenv("SLUB_PRESET", ps->preset, 1);
-		if (opt.nr_cpus_sizing) {
-			snprintf(nrc, sizeof(nrc), "%u", opt.nr_cpus_sizing);
-			setenv("SLUB_NR_CPUS", nrc, 1);
-		} else {
-			unsetenv("SLUB_NR_CPUS");
-		}
-		if (ps->ratio >= 0) {
-			const char *user = getenv("SLUB_CONFIG");
-
-			snprintf(cfg, sizeof(cfg), "%s%sslab/%s/slab_thrash_ratio=%d;"
-				 "slab/%s/slab_thrash_ratio=%d", user ? user : "",
-				 user && *user ? ";" : "", cache_file[C_HEAD], ps->ratio,
-				 cache_file[C_DATA], ps->ratio);
-			setenv("SLUB_CONFIG", cfg, 1);
-		}
-		execv("/proc/self/exe", av);
-		fprintf(stderr, "bench_rr: exec: %s\n", strerror(errno));
-		_exit(127);
-	}
-	close(fd[1]);
-	while (got < sizeof(*cm) &&
-	       (n = read(fd[0], p + got, sizeof(*cm) - got)) > 0)
-		got += (size_t)n;
-	close(fd[0]);
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) || got != sizeof(*cm)) {
+	if (!WIFEXITED(status) || WEXITSTATUS(status) || got != sizeof(*cm)) {
 		fprintf(stderr, "bench_rr: %s, %u pairs: the child failed (status "
 			"0x%x, %zu of %zu bytes)\n", ps->name, np, status, got,
 			sizeof(*cm));
@@ -290,12 +282,14 @@ static void parse_mults(const char *arg, unsigned int *mults, unsigned int *nr)
 
 static void parse_presets(const char *arg)
 {
-	char *list = strdup(arg), *save, *tok, *colon;
+	char *list = strdup(arg), *save, *tok, *colon, known[1024];
 	struct preset_spec *ps;
-	size_t i;
 
 	if (!list)
 		die("-p", strerror(ENOMEM));
+	/* The library's own list: a preset added there is known here. */
+	if (slub_sysfs_read("policy/presets", known, sizeof(known)) <= 0)
+		die("policy/presets", "cannot read the library's presets");
 	opt.nr_presets = 0;
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (opt.nr_presets == MAX_PRESETS || strlen(tok) >= sizeof(ps->name))
@@ -308,11 +302,8 @@ static void parse_presets(const char *arg)
 			*colon = '\0';
 			ps->ratio = (int)parse_num(colon + 1, 0, 100);
 		}
-		for (i = 0; i < ARRAY_SIZE(known_presets); i++)
-			if (!strcmp(tok, known_presets[i]))
-				break;
-		if (i == ARRAY_SIZE(known_presets))
-			die("-p: no such preset", tok);
+		if (!is_line_of(known, tok, strlen(tok)))
+			die("-p: not one of policy/presets", tok);
 		snprintf(ps->preset, sizeof(ps->preset), "%s", tok);
 	}
 	free(list);
@@ -387,29 +378,6 @@ static void parse_args(int argc, char **argv, int *child_fd, char **child_shape)
 	opt.shapes[0] = opt.main;
 }
 
-/* Other work on the machine shows in the rates: say how much there was. */
-static void read_loadavg(char *buf, size_t size)
-{
-	FILE *f = fopen("/proc/loadavg", "r");
-
-	snprintf(buf, size, "unknown");
-	if (f) {
-		if (fgets(buf, (int)size, f))
-			buf[strcspn(buf, "\n")] = 0;
-		fclose(f);
-	}
-}
-
-static void find_cpus(void)
-{
-	cpu_set_t set;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		die("sched_getaffinity", strerror(errno));
-	for (int c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &set))
-			cpus[nr_cpus++] = c;
-}
 
 int main(int argc, char **argv)
 {
@@ -418,7 +386,7 @@ int main(int argc, char **argv)
 
 	self_argv0 = argv[0];
 	parse_args(argc, argv, &child_fd, &child_shape);
-	find_cpus();
+	nr_cpus = allowed_cpus(cpus, CPU_SETSIZE);
 	if (child_fd >= 0) {
 		struct shape sh;
 		unsigned int pin, np;

@@ -8,6 +8,8 @@
 
 #include <stdbool.h>
 
+#include "bench_common.h"
+
 #define MAX_MULTS	12	/* pairs = 1x .. 12x the CPUs, as the thread */
 #define MAX_PRESETS	6
 #define MAX_SHAPES	8	/* shape 0: the main table; 1..: -S */
@@ -111,7 +113,6 @@ extern const char *const stat_file[NR_STATS];
 extern const char *const pin_name[NR_PIN];
 
 __attribute__((noreturn)) void die(const char *what, const char *why);
-double now(void);
 const char *shape_name(const struct shape *sh, char *buf, unsigned long size);
 unsigned int shape_points(unsigned int shape);
 unsigned int shape_mult(unsigned int shape, unsigned int m);

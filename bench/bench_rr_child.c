@@ -6,7 +6,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -14,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,14 +25,6 @@
 #define THRASH_SAMPLE_MS 10
 #define MSG_MAGIC	0x736b62u	/* "skb" */
 
-double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- Queues ---------------------------------------------------------------- */
 
 struct msg {
@@ -44,57 +34,27 @@ struct msg {
 
 /*
  * The closed loop bounds what a queue holds to burst + 1 messages, so it
- * never fills and the producer never waits. tail is the futex word.
+ * never fills and the producer never waits; a receiver with nothing to read
+ * sleeps on a futex, as netperf sleeps in recv(): no spinning, which on an
+ * oversubscribed machine makes the rate depend on where the scheduler
+ * happened to put each thread.
  */
-struct queue {
-	uint32_t tail ____cacheline_aligned;	/* producer's */
-	uint32_t waiting;			/* the consumer may sleep */
-	uint32_t head ____cacheline_aligned;	/* consumer's */
-	struct msg slot[QSIZE] ____cacheline_aligned;
-};
-
-static long futex(uint32_t *uaddr, int op, uint32_t val)
+static void q_send(struct bq *q, struct msg m)
 {
-	return syscall(SYS_futex, uaddr, op, val, NULL, NULL, 0);
+	bq_send(q, (struct bq_item){ m.head, (uintptr_t)m.data });
 }
 
-static void q_send(struct queue *q, struct msg m)
+static struct msg q_recv(struct bq *q)
 {
-	uint32_t t = q->tail;
+	struct bq_item it = bq_recv(q);
 
-	q->slot[t & (QSIZE - 1)] = m;
-	__atomic_store_n(&q->tail, t + 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&q->waiting, __ATOMIC_SEQ_CST))
-		futex(&q->tail, FUTEX_WAKE_PRIVATE, 1);
-}
-
-/*
- * Sleep until a message comes, as netperf sleeps in recv(): no spinning,
- * which on an oversubscribed machine makes the rate depend on where the
- * scheduler happened to put each thread. Dekker with q_send: the consumer
- * sees the message or is woken.
- */
-static struct msg q_recv(struct queue *q)
-{
-	struct msg m;
-	uint32_t t;
-
-	while ((t = __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE)) == q->head) {
-		__atomic_store_n(&q->waiting, 1, __ATOMIC_SEQ_CST);
-		t = __atomic_load_n(&q->tail, __ATOMIC_SEQ_CST);
-		if (t == q->head)
-			futex(&q->tail, FUTEX_WAIT_PRIVATE, t);
-		__atomic_store_n(&q->waiting, 0, __ATOMIC_RELAXED);
-	}
-	m = q->slot[q->head & (QSIZE - 1)];
-	q->head++;
-	return m;
+	return (struct msg){ it.p, (char *)it.v };
 }
 
 /* ---- The pairs -------------------------------------------------------------- */
 
 struct pair {
-	struct queue req, resp;
+	struct bq req, resp;
 };
 
 struct held {
@@ -204,20 +164,6 @@ static void server_phase(struct rr_thread *t)
 		q_send(&p->resp, msg_alloc(seq++));
 	}
 	recv_flush(t);
-}
-
-static void pin_to(pthread_t tid, int cpu)
-{
-	cpu_set_t set;
-	int r;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	r = pthread_setaffinity_np(tid, sizeof(set), &set);
-	if (r)
-		die("pthread_setaffinity_np", strerror(r));
 }
 
 static void *rr_main(void *arg)
@@ -330,14 +276,6 @@ static void thrash_sample(struct point *pt)
 	}
 }
 
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 /* ---- A child: one point ----------------------------------------------------------- */
 
 static void read_sizing(struct sizing *sz)
@@ -382,6 +320,10 @@ static void run_point(const struct shape *sh, unsigned int np, struct point *pt)
 		die("pairs", strerror(ENOMEM));
 	memset(pairs, 0, sizeof(*pairs) * np);
 	memset(threads, 0, sizeof(*threads) * nt);
+	for (unsigned int i = 0; i < np; i++) {
+		bq_init(&pairs[i].req, QSIZE);
+		bq_init(&pairs[i].resp, QSIZE);
+	}
 	pthread_barrier_init(&barrier, NULL, nt + 1);
 	for (unsigned int i = 0; i < nt; i++) {
 		struct rr_thread *t = &threads[i];
@@ -408,11 +350,11 @@ static void run_point(const struct shape *sh, unsigned int np, struct point *pt)
 		t0 = now();
 		if (phase) {
 			while (now() - t0 < phase_secs) {
-				sleep_ms(THRASH_SAMPLE_MS);
+				sleep_secs(THRASH_SAMPLE_MS * 1e-3);
 				thrash_sample(pt);
 			}
 		} else {
-			sleep_ms((unsigned int)(phase_secs * 1000));
+			sleep_secs(phase_secs);
 		}
 		WRITE_ONCE(stop, 1);
 		pthread_barrier_wait(&barrier);

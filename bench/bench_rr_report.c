@@ -28,13 +28,6 @@ double point_user_us(const struct point *p)
 
 typedef double metric_fn(const struct point *p);
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Median over the repetitions that ran; 0 if none did. *spread: max/min - 1. */
 static double median(metric_fn *f, unsigned int s, unsigned int m, unsigned int p,
 		     double *spread)
@@ -395,18 +388,6 @@ void print_tables(void)
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fputc('\\', f);
-		if ((unsigned char)*s >= 0x20)
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
 
 static void json_cache(FILE *f, const struct sum *sm, unsigned int c)
 {

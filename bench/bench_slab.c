@@ -75,14 +75,6 @@ void die(const char *what, const char *why)
 	exit(1);
 }
 
-double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void oom(enum alloc_id a)
 {
 	die(alloc_name[a], "allocation failed");
@@ -330,42 +322,37 @@ static void fb_send(void)
 	}
 }
 
+struct fb_arg {
+	int argc;
+	char **argv;
+};
+
+/* In the child: our arguments and -X, in fallback mode, on every CPU. */
+static void start_fallback(int wfd, void *arg)
+{
+	const struct fb_arg *a = arg;
+	char **av = calloc((size_t)a->argc + 3, sizeof(*av)), fdarg[16];
+
+	if (!av)
+		return;
+	memcpy(av, a->argv, (size_t)a->argc * sizeof(*av));
+	snprintf(fdarg, sizeof(fdarg), "%d", wfd);
+	av[a->argc] = "-X";
+	av[a->argc + 1] = fdarg;
+	setenv("SLUB_RSEQ", "0", 1);
+	/* Else it would inherit our pinning and see one CPU only. */
+	sched_setaffinity(0, sizeof(start_cpus), &start_cpus);
+	execv("/proc/self/exe", av);
+}
+
 /* Run ourselves again with SLUB_RSEQ=0 and -X, and take its libslub columns. */
 static void run_fallback(int argc, char **argv)
 {
-	char **av = calloc((size_t)argc + 3, sizeof(*av));
-	char *p = (char *)&fb, fdarg[16];
-	size_t got = 0;
-	int fd[2], status;
-	ssize_t n;
-	pid_t pid;
+	struct fb_arg fa = { argc, argv };
+	int status;
+	size_t got = run_child(start_fallback, &fa, &fb, sizeof(fb), &status);
 
-	if (!av || pipe(fd))
-		die("-F", strerror(errno));
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		die("-F: fork", strerror(errno));
-	if (!pid) {
-		close(fd[0]);
-		memcpy(av, argv, (size_t)argc * sizeof(*av));
-		snprintf(fdarg, sizeof(fdarg), "%d", fd[1]);
-		av[argc] = "-X";
-		av[argc + 1] = fdarg;
-		setenv("SLUB_RSEQ", "0", 1);
-		/* Else it would inherit our pinning and see one CPU only. */
-		sched_setaffinity(0, sizeof(start_cpus), &start_cpus);
-		execv("/proc/self/exe", av);
-		fprintf(stderr, "bench_slab: -F: exec: %s\n", strerror(errno));
-		_exit(127);
-	}
-	close(fd[1]);
-	while (got < sizeof(fb) && (n = read(fd[0], p + got, sizeof(fb) - got)) > 0)
-		got += (size_t)n;
-	close(fd[0]);
-	free(av);
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) || got != sizeof(fb)) {
+	if (!WIFEXITED(status) || WEXITSTATUS(status) || got != sizeof(fb)) {
 		fprintf(stderr, "bench_slab: -F: the SLUB_RSEQ=0 run failed "
 			"(status 0x%x, %zu of %zu bytes); no fallback columns\n",
 			status, got, sizeof(fb));

@@ -15,6 +15,7 @@
 #include <mimalloc.h>
 #endif
 
+#include "bench_common.h"
 #include "compiler.h"
 
 #define OBJ_SIZE	64
@@ -91,7 +92,6 @@ extern void __libc_free(void *p);
 
 __attribute__((noreturn)) void die(const char *what, const char *why);
 __cold __attribute__((noreturn)) void oom(enum alloc_id a);
-double now(void);
 /* Clear (stat == NULL) or read the SLUB counters of a's cache; libslub only. */
 void slub_stats(enum alloc_id a, unsigned long long *stat);
 
@@ -157,7 +157,6 @@ static __always_inline void touch(char *p, unsigned long i)
 }
 
 /* bench_slab_pc.c */
-void pin_to(pthread_t t, int cpu);
 void pc_once(enum alloc_id a, struct sample *s);
 
 /* bench_slab_report.c */

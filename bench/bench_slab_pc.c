@@ -177,20 +177,6 @@ static pc_fn *const pc_loops[NR_MEASURED][2] = {
 	{ MI(prod), MI(cons) },
 };
 
-void pin_to(pthread_t t, int cpu)
-{
-	cpu_set_t set;
-	int r;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	r = pthread_setaffinity_np(t, sizeof(set), &set);
-	if (r)
-		die("pthread_setaffinity_np", strerror(r));
-}
-
 /* Two phases, warm-up and timed; main times each from barrier to barrier. */
 static void *pc_main(void *arg)
 {
@@ -204,17 +190,6 @@ static void *pc_main(void *arg)
 		pthread_barrier_wait(&pc_barrier);
 	}
 	return NULL;
-}
-
-static void sleep_for(double secs)
-{
-	struct timespec ts = {
-		.tv_sec = (time_t)secs,
-		.tv_nsec = (long)((secs - (double)(time_t)secs) * 1e9),
-	};
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
 }
 
 /*
@@ -249,7 +224,7 @@ void pc_once(enum alloc_id a, struct sample *s)
 			slub_stats(a, NULL);
 		pthread_barrier_wait(&pc_barrier);
 		t0 = now();
-		sleep_for(phase ? opt.duration : opt.duration / 10);
+		sleep_secs(phase ? opt.duration : opt.duration / 10);
 		WRITE_ONCE(pc_stop, 1);
 		pthread_barrier_wait(&pc_barrier);
 	}

@@ -43,13 +43,6 @@ double ns_per_op(const struct sample *s)
 	return s->ops ? s->secs * 1e9 / (double)s->ops : 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Median (of an even count: the mean of the middle two) and min, in ns/op. */
 static double median(const struct result *r)
 {
@@ -250,18 +243,6 @@ void print_tables(void)
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fputc('\\', f);
-		if ((unsigned char)*s >= 0x20)
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
 
 static void json_result(FILE *f, unsigned int w, unsigned int a)
 {

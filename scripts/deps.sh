@@ -43,7 +43,7 @@ if [ "$what" = bench ] &&
 	fi
 fi
 
-# bench_malloc preloads jemalloc, tcmalloc and mimalloc (the runtime
+# bench_malloc and bench_suite preload jemalloc, tcmalloc and mimalloc (the runtime
 # libraries, no headers) next to libslub-malloc.so. Each is optional: one
 # that cannot be installed is left out of the table, with a note.
 if [ "$what" = bench ]; then
@@ -63,12 +63,30 @@ if [ "$what" = bench ]; then
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 				"$pkg" >/dev/null ||
 				echo "deps (bench): $pkg not installed;" \
-				     "bench_malloc leaves it out" >&2
+				     "the benchmarks leave it out" >&2
 		else
-			echo "deps (bench): no $lib; bench_malloc leaves it out" \
+			echo "deps (bench): no $lib; the benchmarks leave it out" \
 			     "(as root: apt-get install $pkg)" >&2
 		fi
 	done
+fi
+
+# bench_suite draws its plots with matplotlib under Debian's python3. It is
+# optional: without it the tables, JSON and CSV are written and the plots
+# are left out, with a note.
+if [ "$what" = bench ] &&
+   ! /usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "deps (bench): installing python3-matplotlib"
+		{ [ -n "${apt_updated:-}" ] || apt-get update -qq; } &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			python3-matplotlib >/dev/null ||
+			echo "deps (bench): python3-matplotlib not installed;" \
+			     "bench_suite leaves the plots out" >&2
+	else
+		echo "deps (bench): no matplotlib; bench_suite leaves the plots" \
+		     "out (as root: apt-get install python3-matplotlib)" >&2
+	fi
 fi
 
 # tests/malloc_programs.sh runs real programs on libslub-malloc.so: python3

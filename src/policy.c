@@ -195,12 +195,34 @@ const char *order_cpus_name(enum order_cpus o)
 	return order_cpus_names[o];
 }
 
+/* policy/presets: every preset's name, one a line, oldest first. */
+void presets_show(struct seq_buf *sb, void *obj, long arg)
+{
+	(void)obj, (void)arg;
+	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+		seq_printf(sb, "%s\n", presets[i].p.preset);
+}
+
 const char *preset_description(void)
 {
 	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
 		if (!strcmp(presets[i].p.preset, slub_policy.preset))
 			return presets[i].what;
 	return "";
+}
+
+static void preset_unknown(const char *name)
+{
+	char names[256];
+	size_t len = 0;
+
+	names[0] = '\0';
+	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]) &&
+			   len < sizeof(names); i++)
+		len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+					i ? ", " : "", presets[i].p.preset);
+	slub_pr_err("libslub: SLUB_PRESET=%s is not one of %s; using default\n",
+		    name, names);
 }
 
 void policy_init(void)
@@ -216,9 +238,7 @@ void policy_init(void)
 		if (i < n)
 			slub_policy = presets[i].p;
 		else
-			slub_pr_err("libslub: SLUB_PRESET=%s is not one of 2007, "
-				    "2009, 2009-thrash, 2011, 2016, 2021, 2025, default; "
-				    "using default\n", name);
+			preset_unknown(name);
 	}
 	if (cpus && *cpus) {
 		for (i = 0; i < 3 && strcmp(order_cpus_names[i], cpus); i++)

@@ -35,6 +35,9 @@ extern int slub_stats_on;
 
 const char *order_cpus_name(enum order_cpus o);
 const char *preset_description(void);
+struct seq_buf;
+/* policy/presets: the names SLUB_PRESET takes, one a line, oldest first. */
+void presets_show(struct seq_buf *sb, void *obj, long arg);
 
 /* Read SLUB_PRESET, SLUB_ORDER_CPUS and SLUB_CONFIG (page layer bring-up). */
 void policy_init(void);

@@ -75,6 +75,7 @@ static const struct slub_attr policy_attrs[] = {
 	{ "min_order", policy_show, NULL, 8 },
 	{ "sheaves", policy_show, NULL, 9 },
 	{ "stats", policy_show, stats_store, 10 },
+	{ "presets", presets_show, NULL, 0 },
 };
 
 static struct sysfs_dir policy_dir = {

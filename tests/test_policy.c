@@ -496,6 +496,23 @@ static void test_presets(void)
 	}
 }
 
+/* policy/presets names every preset SLUB_PRESET takes, oldest first. */
+static void test_presets_file(void)
+{
+	char buf[512], *line, *save;
+	size_t n = 0;
+
+	CHECK(slub_sysfs_read("policy/presets", buf, sizeof(buf)) > 0);
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		CHECK(n < ARRAY_SIZE(presets));
+		if (n < ARRAY_SIZE(presets))
+			CHECK(!strcmp(line, presets[n].name));
+		n++;
+	}
+	CHECK_EQ(n, ARRAY_SIZE(presets));
+	CHECK_EQ(slub_sysfs_write("policy/presets", "2009"), -EPERM);
+}
+
 static void test_preset_bogus(void)
 {
 	const char *env[] = { "SLUB_PRESET=bogus", NULL };
@@ -504,6 +521,8 @@ static void test_preset_bogus(void)
 	CHECK_CHILD_OK(run_child("preset", "default", env, out, sizeof(out)), out);
 	CHECK_EQ(count(out, "SLUB_PRESET=bogus"), 1);
 	CHECK_EQ(count(out, "libslub"), 1);
+	/* The message names the presets from the same table as policy/presets. */
+	CHECK(strstr(out, "2007, 2009, 2009-thrash, 2011, 2016, 2021, default;") != NULL);
 	/* Names are exact. */
 	CHECK_CHILD_OK(run_child("preset", "default", env2, out, sizeof(out)), out);
 	CHECK_EQ(count(out, "SLUB_PRESET=2009-Thrash"), 1);
@@ -648,6 +667,7 @@ int main(int argc, char **argv)
 		return child_main(argv[2], argc >= 4 ? argv[3] : "");
 	test_cpus_init();
 	TEST(test_presets);
+	TEST(test_presets_file);
 	TEST(test_preset_bogus);
 	TEST(test_order_cpus);
 	TEST(test_config_kmalloc);
