@@ -50,6 +50,7 @@ static const struct preset_want presets[] = {
 	{ "2011", 1, 0, 0, "possible", 0, 3 },
 	{ "2016", 1, 0, 1, "possible", 0, 3 },
 	{ "2021", 1, 0, 1, "present", 0, 3 },
+	{ "2025", 1, 0, 1, "present", 0, 3 },
 	{ "default", 1, 20, 1, "present", 0, 3 },
 };
 
@@ -226,6 +227,13 @@ static void child_preset(const char *name)
 	CHECK_EQ(sysfs_num("policy/slab_thrash_ratio"), p->ratio);
 	CHECK_EQ(sysfs_num("policy/max_order"), p->max_order);
 	CHECK_EQ(sysfs_num("policy/min_objects"), p->min_objects);
+	/* Sheaves in front of every cache from 2025 on, none before. */
+	{
+		bool sheaves = !strcmp(p->name, "2025") || !strcmp(p->name, "default");
+
+		CHECK_EQ(sysfs_num("policy/sheaves"), sheaves);
+		CHECK_EQ(sysfs_num("slab/kmalloc-64/sheaf_capacity"), sheaves ? 32 : 0);
+	}
 	CHECK_EQ(sysfs_num("policy/min_order"), 0);
 	CHECK_EQ(sysfs_num("page_alloc/pcp_high_order"), p->pcp_high_order);
 	check_order_cpus(p->order_cpus);
@@ -522,7 +530,7 @@ static void test_preset_bogus(void)
 	CHECK_EQ(count(out, "SLUB_PRESET=bogus"), 1);
 	CHECK_EQ(count(out, "libslub"), 1);
 	/* The message names the presets from the same table as policy/presets. */
-	CHECK(strstr(out, "2007, 2009, 2009-thrash, 2011, 2016, 2021, default;") != NULL);
+	CHECK(strstr(out, "2007, 2009, 2009-thrash, 2011, 2016, 2021, 2025, default;") != NULL);
 	/* Names are exact. */
 	CHECK_CHILD_OK(run_child("preset", "default", env2, out, sizeof(out)), out);
 	CHECK_EQ(count(out, "SLUB_PRESET=2009-Thrash"), 1);
