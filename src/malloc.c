@@ -235,6 +235,14 @@ static __always_inline void *slub_malloc(size_t size, gfp_t gfp,
 			errno = ENOMEM;
 			return NULL;
 		}
+		/*
+		 * Still not up: this thread is inside the slab layer's
+		 * bring-up, which some other entry point (kmem_cache_create,
+		 * a slab/ file) started and which called malloc through libc
+		 * (SLUB_DEBUG's first backtrace() loads libgcc_s).
+		 */
+		if (!__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))
+			return boot_alloc(size);
 	}
 	if (likely(size <= KMALLOC_MAX_CACHE_SIZE)) {
 		/* The request size is the kmalloc red zone's start (SLUB_DEBUG). */
