@@ -86,20 +86,27 @@ void slab_add_error(struct kmem_cache *s)
 
 /* ---- Reports --------------------------------------------------------------------- */
 
-static void slab_bug(struct kmem_cache *s, const char *fmt, ...) __printf(2, 3);
-
-static void slab_bug(struct kmem_cache *s, const char *fmt, ...)
+/* The "BUG <cache> (Not tainted): <what>" header. */
+static void vslab_bug(struct kmem_cache *s, const char *fmt, va_list ap)
 {
 	char what[256];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
 	slub_pr_err("=============================================================================\n"
 		    "BUG %s (Not tainted): %s\n"
 		    "-----------------------------------------------------------------------------\n\n",
 		    s ? s->name : "<unknown>", what);
+}
+
+static void slab_bug(struct kmem_cache *s, const char *fmt, ...) __printf(2, 3);
+
+static void slab_bug(struct kmem_cache *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vslab_bug(s, fmt, ap);
+	va_end(ap);
 }
 
 /* "FIX <cache>: ...": what was done to go on. Counts an error. */
@@ -201,14 +208,12 @@ static void slab_err(struct kmem_cache *s, struct slab *slab,
 static void slab_err(struct kmem_cache *s, struct slab *slab,
 		     const char *fmt, ...)
 {
-	char what[256];
 	va_list ap;
 
 	slab_add_error(s);
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	vslab_bug(s, fmt, ap);
 	va_end(ap);
-	slab_bug(s, "%s", what);
 	__slab_err(slab);
 }
 

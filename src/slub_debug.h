@@ -97,9 +97,9 @@ bool slub_debug_disable_higher_order(void);
 
 /* ---- slub_debug.c: checks, reports, the locked paths ------------------------ */
 
-void *slab_alloc_debug(struct kmem_cache *s, gfp_t gfp, unsigned int orig_size,
+__cold void *slab_alloc_debug(struct kmem_cache *s, gfp_t gfp, unsigned int orig_size,
 		       unsigned long addr);
-void slab_free_debug(struct kmem_cache *s, struct slab *slab, void *object,
+__cold void slab_free_debug(struct kmem_cache *s, struct slab *slab, void *object,
 		     unsigned long addr);
 /* The same, for __slab_free(), which has counted the free already. */
 void __slab_free_debug(struct kmem_cache *s, struct slab *slab, void *object,

@@ -132,44 +132,45 @@ static void test_next_pointer(void)
 	kmem_cache_destroy(s);
 }
 
-static void test_first_word(void)
+/*
+ * slub_kunit's write-after-free cases: one byte of a freed object (or
+ * of its red zone) changed, found by validate as one overwritten region
+ * and its restoration, two errors.
+ */
+static void clobber_freed(const char *name, slab_flags_t flags,
+			  unsigned int offset, unsigned char value,
+			  const char *region, const char *first_byte)
 {
-	struct kmem_cache *s = test_cache("TestSlub_1th_word_free", 64, SLAB_POISON);
+	struct kmem_cache *s = test_cache(name, 64, flags);
 	unsigned char *p = kmem_cache_alloc(s, GFP_KERNEL);
 
 	kmem_cache_free(s, p);
-	*p = 0x78;
+	p[offset] = value;
 	validate(s);
 	CHECK_EQ(errors(s), 2);
-	CHECK(strstr(out, "[Poison overwritten] 0x"));
-	CHECK(strstr(out, "First byte 0x78 instead of 0x6b"));
+	CHECK(strstr(out, region));
+	CHECK(strstr(out, first_byte));
 	kmem_cache_destroy(s);
+}
+
+static void test_first_word(void)
+{
+	clobber_freed("TestSlub_1th_word_free", SLAB_POISON, 0, 0x78,
+		      "[Poison overwritten] 0x", "First byte 0x78 instead of 0x6b");
 }
 
 static void test_clobber_50th_byte(void)
 {
-	struct kmem_cache *s = test_cache("TestSlub_50th_word_free", 64, SLAB_POISON);
-	unsigned char *p = kmem_cache_alloc(s, GFP_KERNEL);
-
-	kmem_cache_free(s, p);
-	p[50] = 0x9a;
-	validate(s);
-	CHECK_EQ(errors(s), 2);
-	CHECK(strstr(out, "@offset=50. First byte 0x9a instead of 0x6b"));
-	kmem_cache_destroy(s);
+	clobber_freed("TestSlub_50th_word_free", SLAB_POISON, 50, 0x9a,
+		      "[Poison overwritten] 0x",
+		      "@offset=50. First byte 0x9a instead of 0x6b");
 }
 
 static void test_clobber_redzone_free(void)
 {
-	struct kmem_cache *s = test_cache("TestSlub_RZ_free", 64, SLAB_RED_ZONE);
-	unsigned char *p = kmem_cache_alloc(s, GFP_KERNEL);
-
-	kmem_cache_free(s, p);
-	p[64] = 0xab;
-	validate(s);
-	CHECK_EQ(errors(s), 2);
-	CHECK(strstr(out, "First byte 0xab instead of 0xbb"));
-	kmem_cache_destroy(s);
+	clobber_freed("TestSlub_RZ_free", SLAB_RED_ZONE, 64, 0xab,
+		      "[Right Redzone overwritten] 0x",
+		      "First byte 0xab instead of 0xbb");
 }
 
 void test_kmalloc_redzone_access(void)
