@@ -626,9 +626,10 @@ static void *alloc_from_new_slab(struct kmem_cache *s, struct slab *slab,
 	slab->freelist = get_freepointer(s, object);
 	slab->inuse = 1;
 	ok = alloc_debug_processing(s, slab, object, orig_size, t);
-	if (slab->inuse == slab->objects)
+	/* Isolated (on no list) if it was corrupt already, as from partial. */
+	if (ok && slab->inuse == slab->objects)
 		add_full(n, slab);
-	else
+	else if (ok)
 		add_partial(n, slab, DEACTIVATE_TO_HEAD);
 	inc_slabs_node(n, slab->objects);
 	list_unlock(n);
