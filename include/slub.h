@@ -102,10 +102,22 @@ typedef unsigned int slab_flags_t;
 #define SLAB_STORE_USER		0x00010000u	/* debug: remember alloc/free callers */
 #define SLAB_PANIC		0x00040000u	/* abort if kmem_cache_create fails */
 #define SLAB_TRACE		0x00200000u	/* debug: trace every alloc/free */
+#define SLAB_NO_USER_FLAGS	0x10000000u	/* SLUB_DEBUG does not apply */
+#define SLAB_KMALLOC		0x20000000u	/* a kmalloc cache (keeps the
+						   requested size with
+						   SLAB_STORE_USER) */
 
 struct kmem_cache;
 
 /*
+ * slub_debug (docs/slub_debug.md): SLAB_CONSISTENCY_CHECKS, SLAB_RED_ZONE,
+ * SLAB_POISON, SLAB_STORE_USER and SLAB_TRACE at creation, or the
+ * SLUB_DEBUG environment variable with the kernel's slub_debug= syntax
+ * (e.g. SLUB_DEBUG=FZPU or SLUB_DEBUG="FZ,kmalloc-*;U,my_cache"), make a
+ * cache check every allocation and free and report corruption in the
+ * kernel's format on stderr. slab/<cache>/validate, alloc_calls and
+ * free_calls inspect such a cache.
+ *
  * Create a cache of objects of size bytes. align 0 means the natural
  * alignment; otherwise a power of two. ctor, if given, runs on every object
  * when its slab is created (not on every allocation), as in the kernel.

@@ -11,8 +11,10 @@
 #include "control.h"
 #include "init.h"
 #include "percpu.h"
+#include "report.h"
 #include "slabinfo.h"
 #include "slub_internal.h"
+#include "stackdepot.h"
 #include "sysfs.h"
 
 int slub_initialised;
@@ -27,7 +29,7 @@ void malloc_fork_child(void) __attribute__((weak));
 /*
  * Every lock, in the one order all paths follow: the huge-block registry,
  * slab_mutex, sysfs_lock, each cache's per-CPU locks and list_lock, the
- * pcp locks, zone->lock.
+ * stack depot's lock (slub_debug), the pcp locks, zone->lock.
  */
 
 static void fork_prepare(void)
@@ -37,12 +39,14 @@ static void fork_prepare(void)
 	slub_lock(&slab_mutex);
 	slub_lock(&sysfs_lock);
 	slab_fork_prepare();
+	stack_depot_fork_prepare();
 	page_alloc_fork_prepare();
 }
 
 static void fork_parent(void)
 {
 	page_alloc_fork_parent();
+	stack_depot_fork_parent();
 	slab_fork_parent();
 	slub_unlock(&sysfs_lock);
 	slub_unlock(&slab_mutex);
@@ -53,6 +57,8 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	page_alloc_fork_child();
+	stack_depot_fork_child();
+	slub_tid_fork_child();
 	slab_fork_child();
 	slub_lock_init(&sysfs_lock);
 	slub_lock_init(&slab_mutex);

@@ -34,8 +34,8 @@ int kmalloc_init(void)
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
-		struct kmem_cache *s = kmem_cache_create(sizes[i].name, sizes[i].size,
-							 0, 0, NULL);
+		struct kmem_cache *s = create_kmalloc_cache(sizes[i].name,
+							    sizes[i].size);
 
 		if (!s)
 			return -ENOMEM;
@@ -65,7 +65,8 @@ static __noinline void *kmalloc_large(size_t size, gfp_t gfp)
 	return __get_free_pages(gfp, large_order(size));
 }
 
-void *kmalloc(size_t size, gfp_t gfp)
+static __always_inline void *__kmalloc(size_t size, gfp_t gfp,
+				       unsigned long caller)
 {
 	if (unlikely(!size))
 		return ZERO_SIZE_PTR;
@@ -75,12 +76,27 @@ void *kmalloc(size_t size, gfp_t gfp)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return slab_alloc(kmalloc_slab(size), gfp);
+	/* The request size matters to debug caches only (kmalloc red zone). */
+	return slab_alloc_node(kmalloc_slab(size), gfp, (unsigned int)size, caller);
+}
+
+void *kmalloc(size_t size, gfp_t gfp)
+{
+	return __kmalloc(size, gfp, _RET_IP_);
+}
+
+void *__kmalloc_cache(struct kmem_cache *s, gfp_t gfp, size_t size)
+{
+	if (unlikely(!s || !size || size > s->object_size)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return slab_alloc_node(s, gfp, (unsigned int)size, _RET_IP_);
 }
 
 void *kzalloc(size_t size, gfp_t gfp)
 {
-	return kmalloc(size, gfp | __GFP_ZERO);
+	return __kmalloc(size, gfp | __GFP_ZERO, _RET_IP_);
 }
 
 void *kcalloc(size_t n, size_t size, gfp_t gfp)
@@ -91,7 +107,7 @@ void *kcalloc(size_t n, size_t size, gfp_t gfp)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return kmalloc(bytes, gfp | __GFP_ZERO);
+	return __kmalloc(bytes, gfp | __GFP_ZERO, _RET_IP_);
 }
 
 /* A block from kmalloc_large(): the head of an allocated block. */
@@ -123,7 +139,7 @@ void kfree(const void *p)
 		return;
 	slab = virt_to_slab(p);
 	if (likely(slab)) {
-		slab_free(slab->slab_cache, slab, (void *)p);
+		slab_free(slab->slab_cache, slab, (void *)p, _RET_IP_);
 		return;
 	}
 	page = large_page(p);
@@ -133,7 +149,7 @@ void kfree(const void *p)
 		kfree_bad(p, __builtin_return_address(0));
 }
 
-size_t ksize(const void *p)
+size_t __ksize(const void *p)
 {
 	struct slab *slab;
 	struct page *page;
@@ -147,9 +163,47 @@ size_t ksize(const void *p)
 	return page ? PAGE_SIZE << PAGE_STATE_ORDER(page_state(page)) : 0;
 }
 
+/*
+ * The caller may use every byte ksize() returns: a debug cache stops
+ * checking the kmalloc red zone of this object (the kernel's
+ * skip_orig_size_check()).
+ */
+size_t ksize(const void *p)
+{
+	size_t size = __ksize(p);
+	struct slab *slab = size ? virt_to_slab(p) : NULL;
+
+	if (slab && unlikely(slub_debug_orig_size(slab->slab_cache)))
+		skip_orig_size_check(slab->slab_cache, p);
+	return size;
+}
+
+void kmalloc_resize(const void *p, size_t new_size, gfp_t gfp)
+{
+	struct slab *slab = virt_to_slab(p);
+	size_t ks;
+
+	if (!slab)
+		return;
+	if (slub_debug_orig_size(slab->slab_cache)) {
+		kmalloc_debug_resize(slab->slab_cache, (void *)p, new_size, gfp);
+		return;
+	}
+	ks = slab->slab_cache->object_size;
+	if ((gfp & __GFP_ZERO) && new_size < ks)
+		memset((char *)p + new_size, 0, ks - new_size);
+}
+
+/*
+ * The kernel's krealloc(): the object stays where it is when new_size
+ * fits in it; __GFP_ZERO zeroes what the request grew or shrank by (from
+ * the previous request size, which debug caches keep), and a debug cache
+ * makes the rest of the object its kmalloc red zone again.
+ */
 void *krealloc(const void *p, size_t new_size, gfp_t gfp)
 {
-	size_t ks;
+	struct slab *slab;
+	size_t ks, copy;
 	void *n;
 
 	if (unlikely(!new_size)) {
@@ -157,20 +211,26 @@ void *krealloc(const void *p, size_t new_size, gfp_t gfp)
 		return ZERO_SIZE_PTR;
 	}
 	if (ZERO_OR_NULL_PTR(p))
-		return kmalloc(new_size, gfp);
-	ks = ksize(p);
+		return __kmalloc(new_size, gfp, _RET_IP_);
+	ks = __ksize(p);
 	if (!ks) {
 		kfree_bad(p, __builtin_return_address(0));
 		errno = EINVAL;
 		return NULL;
 	}
-	/* It fits: keep it (the kernel does the same). */
-	if (new_size <= ks)
+	slab = virt_to_slab(p);
+	if (new_size <= ks) {
+		if (slab)
+			kmalloc_resize(p, new_size, gfp);
+		else if (gfp & __GFP_ZERO)
+			memset((char *)p + new_size, 0, ks - new_size);
 		return (void *)p;
-	n = kmalloc(new_size, gfp);
+	}
+	n = __kmalloc(new_size, gfp, _RET_IP_);
 	if (!n)
 		return NULL;
-	memcpy(n, p, ks);
+	copy = slab ? get_orig_size(slab->slab_cache, (void *)p) : ks;
+	memcpy(n, p, copy);
 	kfree(p);
 	return n;
 }

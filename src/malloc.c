@@ -225,7 +225,9 @@ static inline bool in_arena(const void *p)
 	       (const char *)p < zone.arena + (zone.nr_pages << PAGE_SHIFT);
 }
 
-static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp)
+/* caller: malloc's caller, for SLUB_DEBUG's allocation tracks. */
+static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp,
+					 unsigned long caller)
 {
 	void *p;
 
@@ -236,10 +238,19 @@ static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp)
 			errno = ENOMEM;
 			return NULL;
 		}
+		/*
+		 * Still not up: this thread is inside the slab layer's
+		 * bring-up, which some other entry point (kmem_cache_create,
+		 * a slab/ file) started and which called malloc through libc
+		 * (SLUB_DEBUG's first backtrace() loads libgcc_s).
+		 */
+		if (!__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))
+			return boot_alloc(size);
 	}
 	if (likely(size <= KMALLOC_MAX_CACHE_SIZE)) {
-		return slab_alloc(kmalloc_slab(size < MIN_MALLOC ? MIN_MALLOC : size),
-				  gfp);
+		/* The request size is the kmalloc red zone's start (SLUB_DEBUG). */
+		return slab_alloc_node(kmalloc_slab(size < MIN_MALLOC ? MIN_MALLOC : size),
+				       gfp, (unsigned int)size, caller);
 	}
 	if (size <= MAX_PAGES_SIZE) {
 		p = kmalloc(size, gfp | __GFP_NOWARN);
@@ -255,17 +266,19 @@ static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp)
  * The fast path: a kmalloc size, the CPU sheaf not empty. Everything else
  * is out of line, so this stays a leaf that saves no registers.
  */
-static __always_inline void *slub_malloc(size_t size, gfp_t gfp)
+static __always_inline void *slub_malloc(size_t size, gfp_t gfp,
+					 unsigned long caller)
 {
 	if (likely(size <= KMALLOC_MAX_CACHE_SIZE) && !(gfp & __GFP_ZERO) &&
 	    likely(__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))) {
 		struct kmem_cache *s = kmalloc_slab(size < MIN_MALLOC ? MIN_MALLOC : size);
 		void *p;
 
+		/* Debug caches have no sheaves: they fail over to the slow path. */
 		if (likely(sheaf_alloc_fast(s, &p)))
 			return p;
 	}
-	return slub_malloc_slow(size, gfp);
+	return slub_malloc_slow(size, gfp, caller);
 }
 
 static __noinline void bad_free(const void *p, const char *fn, const void *caller)
@@ -283,7 +296,7 @@ static __noinline void slub_free_slow(void *p, const void *caller)
 		struct slab *slab = virt_to_slab(p);
 
 		if (likely(slab)) {
-			slab_free(slab->slab_cache, slab, p);
+			slab_free(slab->slab_cache, slab, p, (unsigned long)caller);
 			return;
 		}
 		kfree(p);	/* page blocks; reports what is neither */
@@ -321,7 +334,7 @@ static size_t usable_size(const void *p)
 
 MALLOC_API void *malloc(size_t size)
 {
-	return slub_malloc(size, GFP_KERNEL);
+	return slub_malloc(size, GFP_KERNEL, _RET_IP_);
 }
 
 MALLOC_API void free(void *p)
@@ -350,7 +363,7 @@ MALLOC_API void *calloc(size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return slub_malloc(bytes, GFP_KERNEL | __GFP_ZERO);
+	return slub_malloc(bytes, GFP_KERNEL | __GFP_ZERO, _RET_IP_);
 }
 
 MALLOC_API size_t malloc_usable_size(void *p)
@@ -364,20 +377,24 @@ static void *slub_realloc(void *p, size_t size, const void *caller)
 	void *n;
 
 	if (!p)
-		return slub_malloc(size, GFP_KERNEL);
+		return slub_malloc(size, GFP_KERNEL, (unsigned long)caller);
 	if (!size) {
 		slub_free(p, caller);
 		return NULL;
 	}
-	old = usable_size(p);
+	/* Not ksize(): that would give a debug cache's kmalloc red zone up. */
+	old = in_arena(p) ? __ksize(p) : usable_size(p);
 	if (!old && !is_boot(p)) {
 		bad_free(p, "realloc", caller);
 		errno = EINVAL;
 		return NULL;
 	}
 	/* Fits, and not worth moving to save less than half. */
-	if (size <= old && size >= old / 2)
+	if (size <= old && size >= old / 2) {
+		if (in_arena(p))
+			kmalloc_resize(p, size, GFP_KERNEL);
 		return p;
+	}
 	if (old > MAX_PAGES_SIZE && size > MAX_PAGES_SIZE && !in_arena(p)) {
 		size_t len = ALIGN(size, PAGE_SIZE);
 		struct huge *h;
@@ -401,7 +418,7 @@ static void *slub_realloc(void *p, size_t size, const void *caller)
 		if (n != MAP_FAILED)
 			return n;
 	}
-	n = slub_malloc(size, GFP_KERNEL);
+	n = slub_malloc(size, GFP_KERNEL, (unsigned long)caller);
 	if (!n)
 		return NULL;
 	memcpy(n, p, old < size ? old : size);
@@ -432,13 +449,13 @@ MALLOC_API void *reallocarray(void *p, size_t n, size_t size)
  * multiples of it in a page-aligned slab), and page blocks to theirs: an
  * alignment is a size class.
  */
-static void *slub_aligned(size_t align, size_t size)
+static void *slub_aligned(size_t align, size_t size, unsigned long caller)
 {
 	size_t want;
 	unsigned int order = 0;
 
 	if (align <= MIN_MALLOC)
-		return slub_malloc(size, GFP_KERNEL);
+		return slub_malloc(size, GFP_KERNEL, caller);
 	want = size > align ? size : align;
 	if (want > MAX_PAGES_SIZE || align > MAX_PAGES_SIZE)
 		return huge_alloc(size, align);
@@ -447,7 +464,7 @@ static void *slub_aligned(size_t align, size_t size)
 
 		while (pow2 < want)
 			pow2 <<= 1;
-		return slub_malloc(pow2, GFP_KERNEL);
+		return slub_malloc(pow2, GFP_KERNEL, caller);
 	}
 	while ((PAGE_SIZE << order) < want)
 		order++;
@@ -470,7 +487,7 @@ MALLOC_API int posix_memalign(void **out, size_t align, size_t size)
 
 	if (!power_of_two(align) || align % sizeof(void *))
 		return EINVAL;
-	p = slub_aligned(align, size);
+	p = slub_aligned(align, size, _RET_IP_);
 	if (!p) {
 		errno = saved;
 		return ENOMEM;
@@ -485,7 +502,7 @@ MALLOC_API void *aligned_alloc(size_t align, size_t size)
 		errno = EINVAL;
 		return NULL;
 	}
-	return slub_aligned(align, size);
+	return slub_aligned(align, size, _RET_IP_);
 }
 
 /* glibc: any alignment; one that is not a power of two is rounded up. */
@@ -499,12 +516,12 @@ MALLOC_API void *memalign(size_t align, size_t size)
 	}
 	while (a < align)
 		a <<= 1;
-	return slub_aligned(a, size);
+	return slub_aligned(a, size, _RET_IP_);
 }
 
 MALLOC_API void *valloc(size_t size)
 {
-	return slub_aligned(PAGE_SIZE, size);
+	return slub_aligned(PAGE_SIZE, size, _RET_IP_);
 }
 
 MALLOC_API void *pvalloc(size_t size)
@@ -513,5 +530,5 @@ MALLOC_API void *pvalloc(size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return slub_aligned(PAGE_SIZE, ALIGN(size ? size : 1, PAGE_SIZE));
+	return slub_aligned(PAGE_SIZE, ALIGN(size ? size : 1, PAGE_SIZE), _RET_IP_);
 }

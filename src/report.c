@@ -9,6 +9,20 @@
 
 extern char *program_invocation_short_name;
 
+static __thread int cached_tid;
+
+int slub_tid(void)
+{
+	if (unlikely(!cached_tid))
+		cached_tid = gettid();
+	return cached_tid;
+}
+
+void slub_tid_fork_child(void)
+{
+	cached_tid = 0;
+}
+
 const char *slub_comm(void)
 {
 	return program_invocation_short_name ? program_invocation_short_name : "?";

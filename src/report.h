@@ -14,5 +14,9 @@ __printf(1, 2) void slub_pr_err(const char *fmt, ...);
 void slub_pr_caller(const void *ip);
 /* The process name for "in process %s". */
 const char *slub_comm(void);
+/* This thread's id (the kernel's current->pid), cached per thread. */
+int slub_tid(void);
+/* In a fork child: the cached id belongs to the parent's thread. */
+void slub_tid_fork_child(void);
 
 #endif /* SLUB_REPORT_H */

@@ -374,6 +374,8 @@ int set_sheaf_capacity(struct kmem_cache *s, unsigned int capacity)
 		return -EINVAL;
 	if (capacity && s == sheaf_cache)
 		return -EINVAL;	/* barn sheaves would need barn sheaves */
+	if (capacity && kmem_cache_debug(s))
+		return -EINVAL;	/* every debug operation takes list_lock */
 	if (!capacity)
 		WRITE_ONCE(s->sheaf_capacity, 0);
 	for_each_possible_cpu(cpu)
@@ -403,7 +405,7 @@ unsigned int default_sheaf_capacity(const struct kmem_cache *s)
 {
 	unsigned int cap;
 
-	if (!slub_policy.sheaves || s == sheaf_cache)
+	if (!slub_policy.sheaves || s == sheaf_cache || kmem_cache_debug(s))
 		return 0;
 	cap = 32768 / s->size;
 	return cap < 8 ? 8 : cap > 32 ? 32 : cap;

@@ -130,6 +130,15 @@ _Static_assert(sizeof(struct slab) == sizeof(struct page),
 _Static_assert(offsetof(struct slab, freelist) % 16 == 0,
 	       "freelist and counters are swapped together");
 
+/*
+ * slub_debug (slub_debug.c): caches with any of these flags take the
+ * locked slow path for every allocation and free.
+ */
+#define SLAB_DEBUG_FLAGS	(SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | \
+				 SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE)
+/* Internal: SLAB_POISON on a cache whose objects may be poisoned (no ctor). */
+#define __OBJECT_POISON		0x80000000u
+
 /* The slab is on its node's partial list (the kernel's PG_workingset use). */
 #define SL_partial	0x100u
 
@@ -198,6 +207,7 @@ struct kmem_cache_node {
 	struct slub_lock list_lock;
 	unsigned long nr_partial;
 	struct list_head partial;
+	struct list_head full;		/* debug caches: slabs with no free object */
 	unsigned long nr_slabs;		/* atomic */
 	unsigned long total_objects;	/* atomic */
 	struct node_barn barn;
@@ -248,6 +258,8 @@ struct kmem_cache {
 	 */
 	unsigned long check_mask;
 	unsigned int check_shift, check_inv, check_limit, check_end;
+	unsigned int red_left_pad;	/* debug: left red zone before each object */
+	unsigned long errors;		/* debug reports counted, atomic (slub_debug.c) */
 	void (*ctor)(void *);
 	const char *name;
 	int refcount;

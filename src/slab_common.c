@@ -158,20 +158,45 @@ static unsigned int calculate_alignment(slab_flags_t flags, unsigned int align,
 /*
  * Lay the object out and choose the slab order. The free pointer sits in
  * the middle of the object (away from the edges that overflows hit), or
- * after it when a constructor owns the object's contents. forced_order >= 0
- * is a write to the order file.
+ * after it when a constructor owns the object's contents, or when
+ * poisoning or a kmalloc red zone does. Debug caches add red zones,
+ * tracks and padding around the object (slub_debug.h draws the layout).
+ * forced_order >= 0 is a write to the order file.
  */
 int calculate_sizes(struct kmem_cache *s, int forced_order)
 {
+	slab_flags_t flags = s->flags;
 	unsigned int size = ALIGN(s->object_size, (unsigned int)sizeof(void *));
 	int order;
 
+	/* A constructor's objects must keep their contents while free. */
+	if ((flags & SLAB_POISON) && !s->ctor)
+		s->flags |= __OBJECT_POISON;
+	else
+		s->flags &= ~__OBJECT_POISON;
+	/* At least a word of right red zone. */
+	if ((flags & SLAB_RED_ZONE) && size == s->object_size)
+		size += sizeof(void *);
 	s->inuse = size;
-	if (s->ctor) {
+	if ((flags & SLAB_POISON) || s->ctor ||
+	    ((flags & SLAB_RED_ZONE) &&
+	     (s->object_size < sizeof(void *) || slub_debug_orig_size(s)))) {
 		s->offset = size;
 		size += sizeof(void *);
 	} else {
 		s->offset = (s->object_size / 2) & ~(unsigned int)(sizeof(void *) - 1);
+	}
+	if (flags & SLAB_STORE_USER) {
+		size += 2 * sizeof(struct track);
+		if (flags & SLAB_KMALLOC)
+			size += sizeof(unsigned int);
+	}
+	s->red_left_pad = 0;
+	if (flags & SLAB_RED_ZONE) {
+		/* Padding that catches overruns of the object before. */
+		size += sizeof(void *);
+		s->red_left_pad = ALIGN((unsigned int)sizeof(void *), s->align);
+		size += s->red_left_pad;
 	}
 	size = ALIGN(size, s->align);
 	order = forced_order >= 0 ? forced_order : calculate_order(size);
@@ -200,7 +225,8 @@ void set_object_check(struct kmem_cache *s)
 	s->check_inv = inv;
 	s->check_limit = UINT32_MAX / odd;
 	s->check_end = oo_objects(s->oo) * odd;
-	WRITE_ONCE(s->check_mask, (PAGE_SIZE << order) - 1);
+	/* Debug caches: objects after a red zone, and checks of their own. */
+	WRITE_ONCE(s->check_mask, kmem_cache_debug(s) ? 0 : (PAGE_SIZE << order) - 1);
 }
 
 /* The kernel's set_cpu_partial(): how much to keep on CPU partial lists. */
@@ -252,6 +278,7 @@ static int init_kmem_cache_nodes(struct kmem_cache *s, struct kmem_cache_node *n
 	slub_lock_init(&n->list_lock);
 	n->nr_partial = 0;
 	INIT_LIST_HEAD(&n->partial);
+	INIT_LIST_HEAD(&n->full);
 	n->nr_slabs = 0;
 	n->total_objects = 0;
 	barn_init(&n->barn);
@@ -275,15 +302,24 @@ static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 	snprintf(s->name_buf, sizeof(s->name_buf), "%s", name);
 	s->name = s->name_buf;
 	s->object_size = size;
-	s->flags = flags;
+	s->flags = kmem_cache_flags(flags, name);
 	s->ctor = ctor;
 	s->align = calculate_alignment(flags, align, size);
 	s->refcount = 1;
 	if (calculate_sizes(s, -1))
 		return -EINVAL;
+	/* SLUB_DEBUG's O: no metadata where it would raise the minimum order. */
+	if (slub_debug_disable_higher_order() &&
+	    get_order(s->size) > get_order(s->object_size)) {
+		s->flags &= ~DEBUG_METADATA_FLAGS;
+		if (calculate_sizes(s, -1))
+			return -EINVAL;
+	}
 	set_object_check(s);
 	set_min_partial(s);
-	set_cpu_partial(s, slub_policy.cpu_partial ? default_cpu_partial(s) : 0);
+	/* Debug caches have no CPU slabs, so no CPU partial slabs either. */
+	set_cpu_partial(s, slub_policy.cpu_partial && !kmem_cache_debug(s) ?
+			default_cpu_partial(s) : 0);
 	set_thrash_ratio(s, slub_policy.thrash_ratio);
 	if (s->min_free_watermark < MIN_THRASH_WATERMARK)
 		s->min_free_watermark = 0;
@@ -326,15 +362,14 @@ static int check_create_args(const char *name, unsigned int size,
 	return 0;
 }
 
-struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
-				     unsigned int align, slab_flags_t flags,
-				     void (*ctor)(void *))
+/* Allocate and set up a cache; the arguments are checked. */
+static struct kmem_cache *create_cache(const char *name, unsigned int size,
+				       unsigned int align, slab_flags_t flags,
+				       void (*ctor)(void *), int *errp)
 {
 	struct kmem_cache_with_node *sn = NULL;
-	int err = check_create_args(name, size, align);
+	int err = slab_ready() ? -ENOMEM : 0;
 
-	if (!err && slab_ready())
-		err = -ENOMEM;
 	if (!err) {
 		slub_lock(&slab_mutex);
 		if (find_cache(name)) {
@@ -351,8 +386,21 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
 		}
 		slub_unlock(&slab_mutex);
 	}
+	*errp = err;
+	return err ? NULL : &sn->cache;
+}
+
+struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
+				     unsigned int align, slab_flags_t flags,
+				     void (*ctor)(void *))
+{
+	struct kmem_cache *s = NULL;
+	int err = check_create_args(name, size, align);
+
 	if (!err)
-		return &sn->cache;
+		s = create_cache(name, size, align, flags, ctor, &err);
+	if (s)
+		return s;
 	if (flags & SLAB_PANIC) {
 		slub_pr_err("kmem_cache_create: Failed to create slab '%s'. Error %d\n",
 			    name ? name : "(null)", err);
@@ -360,6 +408,19 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
 	}
 	errno = -err;
 	return NULL;
+}
+
+/*
+ * kmalloc caches are aligned to the largest power of two dividing their
+ * size, as the kernel's (and malloc's aligned allocations count on it):
+ * with debug metadata around the objects too. kmalloc-8k's 8 KiB is more
+ * than kmem_cache_create() allows.
+ */
+struct kmem_cache *create_kmalloc_cache(const char *name, unsigned int size)
+{
+	int err;
+
+	return create_cache(name, size, size & -size, SLAB_KMALLOC, NULL, &err);
 }
 
 /* ---- Shrinking and destruction ------------------------------------------------------ */
@@ -393,6 +454,8 @@ int kmem_cache_shrink_locked(struct kmem_cache *s)
 		free = now.objects - now.inuse;
 		if (!now.inuse) {
 			remove_partial(n, slab);
+			/* Uncounted under the lock: validation sees no gap. */
+			dec_slabs_node(n, slab->objects);
 			slab->next = discard;
 			discard = slab;
 		} else if (free <= SHRINK_PROMOTE_MAX) {
@@ -415,7 +478,7 @@ int kmem_cache_shrink_locked(struct kmem_cache *s)
 		struct slab *slab = discard;
 
 		discard = slab->next;
-		discard_slab(s, slab);
+		free_slab(s, slab);
 	}
 	return 0;
 }
@@ -427,24 +490,9 @@ int kmem_cache_shrink(struct kmem_cache *s)
 	return kmem_cache_shrink_locked(s);
 }
 
-static void report_objects_remaining(struct kmem_cache *s, const void *caller)
-{
-	struct kmem_cache_node *n = get_node(s, 0);
-
-	slub_pr_err("=============================================================================\n"
-		    "BUG %s (Not tainted): Objects remaining on __kmem_cache_shutdown()\n"
-		    "-----------------------------------------------------------------------------\n\n"
-		    "Slabs %lu objects %lu in use %lu\n",
-		    s->name, READ_ONCE(n->nr_slabs), READ_ONCE(n->total_objects),
-		    READ_ONCE(n->total_objects) - count_partial_free(s, n));
-	slub_pr_err("kmem_cache_destroy %s: Slab cache still has objects when "
-		    "called from ", s->name);
-	slub_pr_caller(caller);
-}
-
 void kmem_cache_destroy(struct kmem_cache *s)
 {
-	const void *caller = __builtin_return_address(0);
+	unsigned long caller = _RET_IP_;
 
 	if (!s)
 		return;
@@ -487,7 +535,7 @@ void kmem_cache_free(struct kmem_cache *s, void *obj)
 		report_bad_free(s, slab, obj, __builtin_return_address(0));
 		return;
 	}
-	slab_free(s, slab, obj);
+	slab_free(s, slab, obj, _RET_IP_);
 }
 
 int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
@@ -555,6 +603,7 @@ static void slab_read_params(void)
 	slub_params.min_objects = env_uint("SLUB_MIN_OBJECTS", slub_policy.min_objects,
 					   MAX_OBJS_PER_PAGE);
 	slub_params.nr_cpus = env_uint("SLUB_NR_CPUS", 0, 1U << 16);
+	slub_debug_setup(getenv("SLUB_DEBUG"));
 }
 
 int kmalloc_init(void);

@@ -30,16 +30,6 @@ struct slub_lock slab_mutex = SLUB_LOCK_INIT;
 
 /* ---- Helpers ----------------------------------------------------------------- */
 
-static inline void *get_freepointer(struct kmem_cache *s, void *object)
-{
-	return *(void **)((char *)object + s->offset);
-}
-
-static inline void set_freepointer(struct kmem_cache *s, void *object, void *fp)
-{
-	*(void **)((char *)object + s->offset) = fp;
-}
-
 static inline struct kmem_cache_cpu *cpu_slab(struct kmem_cache *s,
 					      unsigned int cpu)
 {
@@ -55,11 +45,6 @@ static inline int slab_nid(const struct slab *slab)
 static inline bool kmem_cache_has_cpu_partial(struct kmem_cache *s)
 {
 	return READ_ONCE(s->cpu_partial) != 0;
-}
-
-static inline unsigned int slab_order(const struct slab *slab)
-{
-	return PAGE_STATE_ORDER(__atomic_load_n(&slab->state, __ATOMIC_RELAXED));
 }
 
 /* Snapshot of (freelist, counters); a torn read only makes the CAS fail. */
@@ -92,17 +77,6 @@ static inline bool slab_update_freelist(struct kmem_cache *s, struct slab *slab,
 
 /* ---- Lists -------------------------------------------------------------------- */
 
-static inline void list_lock(struct kmem_cache *s, struct kmem_cache_node *n)
-{
-	slub_lock(&n->list_lock);
-	stat(s, LIST_LOCK);
-}
-
-static inline void list_unlock(struct kmem_cache_node *n)
-{
-	slub_unlock(&n->list_lock);
-}
-
 void add_partial(struct kmem_cache_node *n, struct slab *slab, int tail)
 {
 	WRITE_ONCE(n->nr_partial, n->nr_partial + 1);
@@ -121,27 +95,15 @@ void remove_partial(struct kmem_cache_node *n, struct slab *slab)
 	WRITE_ONCE(n->nr_partial, n->nr_partial - 1);
 }
 
-static inline void inc_slabs_node(struct kmem_cache_node *n, unsigned int objects)
-{
-	__atomic_fetch_add(&n->nr_slabs, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&n->total_objects, objects, __ATOMIC_RELAXED);
-}
-
-static inline void dec_slabs_node(struct kmem_cache_node *n, unsigned int objects)
-{
-	__atomic_fetch_sub(&n->nr_slabs, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_sub(&n->total_objects, objects, __ATOMIC_RELAXED);
-}
-
 /* ---- Slabs from and to the page allocator ------------------------------------- */
 
-static struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp)
+struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp)
 {
 	struct kmem_cache_order_objects oo = s->oo;
 	unsigned int order = oo_order(oo), objects, i;
 	struct page *page;
 	struct slab *slab;
-	char *base, *p;
+	char *first, *p;
 	void *addr;
 
 	addr = __get_free_pages((gfp & ~__GFP_ZERO) | __GFP_NOWARN, order);
@@ -167,28 +129,33 @@ static struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp)
 	slab->next = NULL;
 	slab->slabs = 0;
 	slab->flags = 0;
-	base = addr;
-	for (i = 0, p = base; i < objects; i++, p += s->size) {
+	if (unlikely(kmem_cache_debug(s)))
+		setup_slab_debug(s, addr, (unsigned int)PAGE_SIZE << order);
+	/* Objects start after their left red zone (none without debug). */
+	first = (char *)addr + s->red_left_pad;
+	for (i = 0, p = first; i < objects; i++, p += s->size) {
+		if (unlikely(kmem_cache_debug(s)))
+			setup_object_debug(s, p);
 		if (s->ctor)
 			s->ctor(p);
 		set_freepointer(s, p, i + 1 < objects ? p + s->size : NULL);
 	}
-	slab->freelist = base;
+	slab->freelist = first;
 	slab->counters = 0;
 	slab->objects = objects;
 	set_page_state(page, PGTY_SLAB, order);
 	if (s->map_id)
 		memset(slab_cache_map + page_to_pfn(page), (int)s->map_id, 1U << order);
-	inc_slabs_node(get_node(s, 0), objects);
 	return slab;
 }
 
-void discard_slab(struct kmem_cache *s, struct slab *slab)
+void free_slab(struct kmem_cache *s, struct slab *slab)
 {
 	struct page *page = (struct page *)slab;
 	unsigned int order = slab_order(slab);
 
-	dec_slabs_node(get_node(s, slab_nid(slab)), slab->objects);
+	if (unlikely(s->flags & SLAB_CONSISTENCY_CHECKS))
+		check_slab_on_free(s, slab);
 	if (s->map_id)
 		memset(slab_cache_map + page_to_pfn(page), 0, 1U << order);
 	for (unsigned int i = 1; i < 1U << order; i++)
@@ -197,6 +164,12 @@ void discard_slab(struct kmem_cache *s, struct slab *slab)
 	set_page_state(page, PGTY_ALLOC, order);
 	free_pages(page_address(page), order);
 	stat(s, FREE_SLAB);
+}
+
+void discard_slab(struct kmem_cache *s, struct slab *slab)
+{
+	dec_slabs_node(get_node(s, slab_nid(slab)), slab->objects);
+	free_slab(s, slab);
 }
 
 /* ---- Freezing and unfreezing ----------------------------------------------------- */
@@ -530,6 +503,7 @@ static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp,
 	slab = allocate_slab(s, gfp);
 	if (!slab)
 		return NULL;
+	inc_slabs_node(get_node(s, 0), slab->objects);
 	stat(s, ALLOC_SLAB);
 	/* Nobody else can see the slab yet: no compare-and-swap needed. */
 	freelist = slab->freelist;
@@ -548,6 +522,9 @@ void *__slab_alloc(struct kmem_cache *s, gfp_t gfp)
 	unsigned int cpu;
 	void *object;
 
+	/* A debug cache reached through slab_alloc_slab() (sheaf.c). */
+	if (unlikely(kmem_cache_debug(s)))
+		return slab_alloc_debug(s, gfp, 0, _RET_IP_);
 	stat(s, ALLOC_SLOWPATH);
 	for (;;) {
 		cpu = raw_smp_processor_id();
@@ -605,6 +582,11 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 	struct slab new;
 	void *prior;
 
+	/* A debug cache reached through slab_free_slab() (sheaf.c). */
+	if (unlikely(kmem_cache_debug(s))) {
+		__slab_free_debug(s, slab, head, _RET_IP_);
+		return;
+	}
 	do {
 		if (unlikely(n)) {
 			list_unlock(n);
@@ -734,6 +716,8 @@ void slab_count(struct kmem_cache *s, struct slab_counts *cnt)
 void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
 		     const void *caller)
 {
+	if (s)
+		slab_add_error(s);
 	if (slab)
 		slub_pr_err("BUG %s: Wrong slab cache. %s but object %p is from %s\n",
 			    s ? s->name : "(null)", s ? s->name : "(null)", obj,
@@ -742,6 +726,9 @@ void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
 		slub_pr_err("BUG %s: Invalid pointer %p: not a slab object\n",
 			    s ? s->name : "(null)", obj);
 	slub_pr_caller(caller);
+	/* Where the object came from, if its cache remembers. */
+	if (slab)
+		print_object_tracking(slab->slab_cache, slab, obj);
 }
 
 /*
@@ -769,6 +756,7 @@ __noinline void report_invalid_pointer(struct kmem_cache *s, const void *obj,
 /* A free of the object at the head of a freelist: it is free already. */
 __noinline void report_double_free(struct kmem_cache *s, const void *obj)
 {
+	slab_add_error(s);
 	slub_pr_err("BUG %s: Object already free\nObject %p: freed again while "
 		    "it is the last object freed on this CPU\n", s->name, obj);
 	slub_pr_caller(__builtin_return_address(0));

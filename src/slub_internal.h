@@ -12,6 +12,10 @@
 
 #include "policy.h"
 #include "slab.h"
+#include "slub_debug.h"
+
+/* The caller of the function this is inlined into (the kernel's _RET_IP_). */
+#define _RET_IP_	((unsigned long)__builtin_return_address(0))
 
 static inline pcpu_off_t stat_off(const struct kmem_cache *s, enum stat_item si)
 {
@@ -59,9 +63,57 @@ static inline struct kmem_cache_node *get_node(struct kmem_cache *s, int node)
 	return s->node[node];
 }
 
+static inline void *get_freepointer(const struct kmem_cache *s, void *object)
+{
+	return *(void **)((char *)object + s->offset);
+}
+
+static inline void set_freepointer(const struct kmem_cache *s, void *object,
+				   void *fp)
+{
+	*(void **)((char *)object + s->offset) = fp;
+}
+
+static inline unsigned int slab_order(const struct slab *slab)
+{
+	return PAGE_STATE_ORDER(__atomic_load_n(&slab->state, __ATOMIC_RELAXED));
+}
+
+static inline void *slab_address(const struct slab *slab)
+{
+	return page_address((struct page *)slab);
+}
+
+static inline void list_lock(struct kmem_cache *s, struct kmem_cache_node *n)
+{
+	slub_lock(&n->list_lock);
+	stat(s, LIST_LOCK);
+}
+
+static inline void list_unlock(struct kmem_cache_node *n)
+{
+	slub_unlock(&n->list_lock);
+}
+
+static inline void inc_slabs_node(struct kmem_cache_node *n, unsigned int objects)
+{
+	__atomic_fetch_add(&n->nr_slabs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&n->total_objects, objects, __ATOMIC_RELAXED);
+}
+
+static inline void dec_slabs_node(struct kmem_cache_node *n, unsigned int objects)
+{
+	__atomic_fetch_sub(&n->nr_slabs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&n->total_objects, objects, __ATOMIC_RELAXED);
+}
+
 void *__slab_alloc(struct kmem_cache *s, gfp_t gfp);
 void add_partial(struct kmem_cache_node *n, struct slab *slab, int tail);
 void remove_partial(struct kmem_cache_node *n, struct slab *slab);
+/* A new slab, not yet counted in its node (inc_slabs_node). */
+struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp);
+/* Give a slab back to the page allocator; discard_slab() uncounts it too. */
+void free_slab(struct kmem_cache *s, struct slab *slab);
 void discard_slab(struct kmem_cache *s, struct slab *slab);
 unsigned long count_partial_free(struct kmem_cache *s, struct kmem_cache_node *n);
 void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
@@ -194,9 +246,14 @@ static __always_inline bool sheaf_free_fast(struct kmem_cache *s, void *object)
 
 /*
  * The allocation fast path: pop the CPU sheaf when the cache has sheaves,
- * else the CPU freelist; one restartable sequence either way.
+ * else the CPU freelist; one restartable sequence either way. Debug
+ * caches never have sheaves: the test for them costs only caches that
+ * have none either. orig_size is the kmalloc request (0: the object
+ * size), addr the caller; only debug caches keep them.
  */
-static __always_inline void *slab_alloc(struct kmem_cache *s, gfp_t gfp)
+static __always_inline void *slab_alloc_node(struct kmem_cache *s, gfp_t gfp,
+					     unsigned int orig_size,
+					     unsigned long addr)
 {
 	void *object;
 
@@ -207,6 +264,8 @@ static __always_inline void *slab_alloc(struct kmem_cache *s, gfp_t gfp)
 		else
 			object = alloc_from_pcs_slow(s, gfp);
 	} else {
+		if (unlikely(kmem_cache_debug(s)))
+			return slab_alloc_debug(s, gfp, orig_size, addr);
 		object = slab_alloc_slab(s, gfp);
 	}
 	if (unlikely(!object))
@@ -216,22 +275,32 @@ static __always_inline void *slab_alloc(struct kmem_cache *s, gfp_t gfp)
 	return object;
 }
 
+static __always_inline void *slab_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	return slab_alloc_node(s, gfp, 0, _RET_IP_);
+}
+
 /*
  * The free fast path: push onto the CPU sheaf, whichever slab the object
- * is in, when the cache has sheaves; else free to the slabs.
+ * is in, when the cache has sheaves; else free to the slabs, or check it
+ * and free it under list_lock (debug caches). addr is the caller.
  */
 static __always_inline void slab_free(struct kmem_cache *s, struct slab *slab,
-				      void *object)
+				      void *object, unsigned long addr)
 {
 	enum rseq_result r;
 
-	if (unlikely(!object_start_fast(s, object)) &&
+	/* Debug caches check on their own path, in their own words. */
+	if (unlikely(!object_start_fast(s, object)) && !kmem_cache_debug(s) &&
 	    !object_start(s, slab, object)) {
-		report_invalid_pointer(s, object, __builtin_return_address(0));
+		report_invalid_pointer(s, object, (const void *)addr);
 		return;
 	}
 	if (unlikely(!READ_ONCE(s->sheaf_capacity))) {
-		slab_free_slab(s, slab, object);
+		if (unlikely(kmem_cache_debug(s)))
+			slab_free_debug(s, slab, object, addr);
+		else
+			slab_free_slab(s, slab, object);
 		return;
 	}
 	r = this_cpu_array_push(s->cpu_sheaves, CPU_SHEAF(s), object);
@@ -293,6 +362,15 @@ static inline struct kmem_cache *kmalloc_slab(size_t size)
 {
 	return kmalloc_caches[kmalloc_index(size)];
 }
+
+/* kmalloc of size bytes from the cache s (slub_kunit's __kmalloc_cache). */
+void *__kmalloc_cache(struct kmem_cache *s, gfp_t gfp, size_t size);
+/* ksize() without giving the kmalloc red zone up (realloc's own use). */
+size_t __ksize(const void *p);
+/* realloc() keeping p: its new request size (red zone, orig_size). */
+void kmalloc_resize(const void *p, size_t new_size, gfp_t gfp);
+/* A kmalloc cache (SLAB_KMALLOC, aligned to its size's power of two). */
+struct kmem_cache *create_kmalloc_cache(const char *name, unsigned int size);
 
 /* Slab sizing (slab_common.c). */
 struct slub_boot_params {

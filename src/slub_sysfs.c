@@ -253,6 +253,9 @@ static int cpu_partial_store(void *obj, long arg, const char *val)
 	(void)arg;
 	if (sysfs_parse_ulong(val, &v) || v > MAX_OBJS_PER_PAGE)
 		return -EINVAL;
+	/* Debug caches have no CPU slabs (the kernel refuses this too). */
+	if (v && kmem_cache_debug(s))
+		return -EINVAL;
 	set_cpu_partial(s, (unsigned int)v);
 	flush_all(s);
 	return 0;
@@ -348,6 +351,50 @@ static void sheaves_show(struct seq_buf *sb, void *obj, long arg)
 	seq_printf(sb, "%lu barn_full=%lu\n", n, full);
 }
 
+/* ---- slub_debug: the flags, validate, alloc_calls and free_calls ------------ */
+
+/* sanity_checks, red_zone, poison, store_user, trace: 1 if the flag is on. */
+static void debug_flag_show(struct seq_buf *sb, void *obj, long flag)
+{
+	seq_printf(sb, "%d\n", !!(((struct kmem_cache *)obj)->flags & (slab_flags_t)flag));
+}
+
+/* Write 1: check every slab and object of a debug cache now. */
+static int validate_store(void *obj, long arg, const char *val)
+{
+	unsigned long v;
+	long ret;
+
+	(void)arg;
+	if (sysfs_parse_ulong(val, &v) || v != 1)
+		return -EINVAL;
+	ret = validate_slab_cache(obj);
+	return ret < 0 ? (int)ret : 0;
+}
+
+static void calls_show(struct seq_buf *sb, void *obj, long alloc)
+{
+	list_locations(sb, obj, (enum track_item)alloc);
+}
+
+/* Reports counted on this cache (slub_kunit's slab_errors); 0 clears. */
+static void errors_show(struct seq_buf *sb, void *obj, long arg)
+{
+	(void)arg;
+	seq_printf(sb, "%lu\n", READ_ONCE(((struct kmem_cache *)obj)->errors));
+}
+
+static int errors_store(void *obj, long arg, const char *val)
+{
+	unsigned long v;
+
+	(void)arg;
+	if (sysfs_parse_ulong(val, &v) || v)
+		return -EINVAL;
+	WRITE_ONCE(((struct kmem_cache *)obj)->errors, 0);
+	return 0;
+}
+
 static void stat_show(struct seq_buf *sb, void *obj, long si)
 {
 	sysfs_show_counter(sb, stat_off(obj, (enum stat_item)si));
@@ -402,6 +449,15 @@ static const struct slub_attr slab_attrs[] = {
 	{ "partial_slabs", partial_slabs_show, NULL, 0 },
 	{ "sheaf_capacity", sheaf_capacity_show, sheaf_capacity_store, 0 },
 	{ "sheaves", sheaves_show, NULL, 0 },
+	{ "sanity_checks", debug_flag_show, NULL, SLAB_CONSISTENCY_CHECKS },
+	{ "red_zone", debug_flag_show, NULL, SLAB_RED_ZONE },
+	{ "poison", debug_flag_show, NULL, SLAB_POISON },
+	{ "store_user", debug_flag_show, NULL, SLAB_STORE_USER },
+	{ "trace", debug_flag_show, NULL, SLAB_TRACE },
+	{ "validate", NULL, validate_store, 0 },
+	{ "alloc_calls", calls_show, NULL, TRACK_ALLOC },
+	{ "free_calls", calls_show, NULL, TRACK_FREE },
+	{ "errors", errors_show, errors_store, 0 },
 	STAT("alloc_fastpath", ALLOC_FASTPATH),
 	STAT("alloc_slowpath", ALLOC_SLOWPATH),
 	STAT("free_fastpath", FREE_FASTPATH),

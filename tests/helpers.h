@@ -4,6 +4,7 @@
 #define SLUB_TEST_HELPERS_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -227,6 +228,23 @@ static inline int slab_set(const char *cache, const char *file,
 
 	snprintf(path, sizeof(path), "slab/%s/%s", cache, file);
 	return sysfs_set(path, value);
+}
+
+/*
+ * Whether a cache has slub_debug flags (SLUB_DEBUG in the environment):
+ * it then takes the locked path for every operation and hands freed
+ * objects out in the kernel's debug order, not last-freed-first.
+ */
+static inline bool slab_debug_cache(const char *cache)
+{
+	static const char *const flags[] = {
+		"sanity_checks", "red_zone", "poison", "store_user", "trace",
+	};
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (slab_num(cache, flags[i]) > 0)
+			return true;
+	return false;
 }
 
 /* Zero every statistic of a cache; returns how many writes failed. */

@@ -10,7 +10,8 @@
 #
 # python3 and perl are required (a missing one is a failure); sqlite3 and
 # git are skipped with a message when missing (scripts/deps.sh test
-# installs all four as root).
+# installs all four as root). With SLUB_DEBUG in the environment every
+# preloaded run checks its heap as it goes: a BUG report fails the run.
 set -u
 lib=$1
 threads=$2

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Call stacks for slub_debug: capture with backtrace(), store once in a
+ * hash table (the kernel's stack depot), print with dladdr().
+ *
+ * Lookups take no lock: a record is published to its bucket with a
+ * release store after it is filled, and never changes or goes away. An
+ * insertion looks again under depot_lock, so one stack is stored once.
+ */
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <slub.h>
+
+#include "lock.h"
+#include "percpu.h"
+#include "report.h"
+#include "stackdepot.h"
+
+struct depot_stack {
+	struct depot_stack *next;	/* in its bucket */
+	uint32_t hash;
+	uint32_t nr;
+	unsigned long entries[];
+};
+
+#define DEPOT_HASH_BITS		14
+#define DEPOT_POOL_ORDER	2	/* records come in 16 KiB pools */
+
+static struct depot_stack *depot_table[1U << DEPOT_HASH_BITS];
+static struct slub_lock depot_lock = SLUB_LOCK_INIT;
+static char *pool;			/* under depot_lock */
+static size_t pool_left;
+
+__thread unsigned long slub_debug_caller;
+static __thread int in_capture;
+static int warmed_up;
+
+static uint32_t hash_stack(const unsigned long *entries, unsigned int nr)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (unsigned int i = 0; i < nr; i++) {
+		h ^= entries[i];
+		h *= 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+static struct depot_stack *find_stack(struct depot_stack *rec, uint32_t hash,
+				      const unsigned long *entries,
+				      unsigned int nr)
+{
+	for (; rec; rec = rec->next)
+		if (rec->hash == hash && rec->nr == nr &&
+		    !memcmp(rec->entries, entries, nr * sizeof(*entries)))
+			return rec;
+	return NULL;
+}
+
+/* A new record from the pool, under depot_lock. */
+static struct depot_stack *depot_alloc(unsigned int nr)
+{
+	size_t size = sizeof(struct depot_stack) + nr * sizeof(unsigned long);
+	struct depot_stack *rec;
+
+	if (pool_left < size) {
+		pool = __get_free_pages(GFP_KERNEL | __GFP_NOWARN, DEPOT_POOL_ORDER);
+		pool_left = pool ? SLUB_PAGE_SIZE << DEPOT_POOL_ORDER : 0;
+		if (!pool)
+			return NULL;
+	}
+	rec = (struct depot_stack *)pool;
+	pool += size;
+	pool_left -= size;
+	return rec;
+}
+
+const struct depot_stack *stack_depot_save(const unsigned long *entries,
+					   unsigned int nr)
+{
+	uint32_t hash = hash_stack(entries, nr);
+	struct depot_stack **bucket = &depot_table[hash & ((1U << DEPOT_HASH_BITS) - 1)];
+	struct depot_stack *rec;
+
+	if (!nr)
+		return NULL;
+	rec = find_stack(__atomic_load_n(bucket, __ATOMIC_ACQUIRE), hash,
+			 entries, nr);
+	if (rec)
+		return rec;
+	slub_lock(&depot_lock);
+	rec = find_stack(*bucket, hash, entries, nr);
+	if (!rec) {
+		rec = depot_alloc(nr);
+		if (rec) {
+			rec->hash = hash;
+			rec->nr = nr;
+			memcpy(rec->entries, entries, nr * sizeof(*entries));
+			rec->next = *bucket;
+			__atomic_store_n(bucket, rec, __ATOMIC_RELEASE);
+		}
+	}
+	slub_unlock(&depot_lock);
+	return rec;
+}
+
+unsigned int stack_depot_fetch(const struct depot_stack *stack,
+			       const unsigned long **entries)
+{
+	if (!stack) {
+		*entries = NULL;
+		return 0;
+	}
+	*entries = stack->entries;
+	return stack->nr;
+}
+
+unsigned int stack_capture(unsigned long *entries, unsigned int max,
+			   unsigned long from)
+{
+	void *frames[TRACK_ADDRS_COUNT + 16];
+	int n, start = 1, i;
+	unsigned int nr = 0;
+
+	if (in_capture)
+		return 0;
+	in_capture = 1;
+	n = backtrace(frames, (int)ARRAY_SIZE(frames));
+	in_capture = 0;
+	for (i = 0; from && i < n; i++) {
+		if ((unsigned long)frames[i] == from) {
+			start = i;
+			break;
+		}
+	}
+	for (i = start; i < n && nr < max; i++)
+		entries[nr++] = (unsigned long)frames[i];
+	return nr;
+}
+
+void stack_warmup(void)
+{
+	void *frames[2];
+
+	if (likely(__atomic_load_n(&warmed_up, __ATOMIC_ACQUIRE)) || in_capture)
+		return;
+	in_capture = 1;
+	backtrace(frames, 2);
+	in_capture = 0;
+	__atomic_store_n(&warmed_up, 1, __ATOMIC_RELEASE);
+}
+
+void sprint_symbol(char *buf, size_t size, unsigned long addr)
+{
+	const ElfW(Sym) *sym = NULL;
+	Dl_info info;
+
+	if (!dladdr1((void *)addr, &info, (void **)&sym, RTLD_DL_SYMENT)) {
+		snprintf(buf, size, "0x%lx", addr);
+		return;
+	}
+	if (!info.dli_sname) {
+		/* A local symbol: where in which file, for addr2line. */
+		const char *file = info.dli_fname ? strrchr(info.dli_fname, '/') : NULL;
+
+		snprintf(buf, size, "0x%lx (%s+0x%lx)", addr,
+			 file ? file + 1 : info.dli_fname ? info.dli_fname : "?",
+			 addr - (unsigned long)info.dli_fbase);
+		return;
+	}
+	if (sym && sym->st_size)
+		snprintf(buf, size, "%s+0x%lx/0x%lx", info.dli_sname,
+			 addr - (unsigned long)info.dli_saddr,
+			 (unsigned long)sym->st_size);
+	else
+		snprintf(buf, size, "%s+0x%lx", info.dli_sname,
+			 addr - (unsigned long)info.dli_saddr);
+}
+
+void stack_print(const unsigned long *entries, unsigned int nr)
+{
+	char sym[256];
+
+	for (unsigned int i = 0; i < nr; i++) {
+		sprint_symbol(sym, sizeof(sym), entries[i]);
+		slub_pr_err(" %s\n", sym);
+	}
+}
+
+void dump_stack(void)
+{
+	unsigned long entries[TRACK_ADDRS_COUNT];
+	unsigned int nr = stack_capture(entries, TRACK_ADDRS_COUNT,
+					slub_debug_caller);
+
+	slub_pr_err("CPU: %u PID: %d Comm: %s\nCall Trace:\n",
+		    raw_smp_processor_id(), slub_tid(), slub_comm());
+	stack_print(entries, nr);
+}
+
+void stack_depot_fork_prepare(void)
+{
+	slub_lock(&depot_lock);
+}
+
+void stack_depot_fork_parent(void)
+{
+	slub_unlock(&depot_lock);
+}
+
+void stack_depot_fork_child(void)
+{
+	slub_lock_init(&depot_lock);
+}
