@@ -28,7 +28,7 @@
 const char *const ctr_name[NR_CTR] = {
 	"alloc_fastpath", "alloc_slowpath", "free_fastpath", "free_slowpath",
 	"alloc_from_partial", "alloc_refill", "cpu_partial_alloc", "alloc_slab",
-	"list_lock", "zone_lock", "pcp_hit", "pcp_miss",
+	"alloc_cpu_sheaf", "sheaf_refill", "list_lock", "zone_lock", "pcp_hit", "pcp_miss",
 };
 
 unsigned int child_ncpu;

@@ -195,9 +195,11 @@ static double share(unsigned long long part, unsigned long long whole)
 }
 
 /*
- * Per libslub column: fast%: allocations from the CPU freelist; cpu-slab%:
- * those plus refills from the CPU slab itself (what the 2007 report counts
- * as served by the per-CPU slab); per allocation, partial-list takes,
+ * Per libslub column: sheaf%: the program's allocations the CPU sheaf
+ * served (0 without sheaves); of the allocations the slabs saw (the
+ * program's, or the sheaves' refills), fast%: from the CPU freelist;
+ * cpu-slab%: those plus refills from the CPU slab itself (what the 2007
+ * report counts as served by the per-CPU slab); per allocation, partial-list takes,
  * list_lock and zone->lock acquisitions, new slabs; the main cache's slab.
  */
 static void counter_table(FILE *f, unsigned int w)
@@ -206,25 +208,31 @@ static void counter_table(FILE *f, unsigned int w)
 	struct cell cl;
 
 	fprintf(f, "\nSLUB counters, summed over the repetitions; per allocation "
-		"(/op)%s\n%-14s %-12s %6s %9s %9s %9s %9s %9s %9s %7s\n",
-		all_rows ? "" : ", at the last row", "column", "row", "fast%",
+		"(/op)%s\n%-14s %-12s %6s %6s %9s %9s %9s %9s %9s %9s %7s\n",
+		all_rows ? "" : ", at the last row", "column", "row", "sheaf%", "fast%",
 		"cpu-slab%", "partial/op", "cpupart/op", "list_lk/op", "zone_lk/op",
 		"newslab/op", workloads[w].main_cache ? "ord/obj" : "");
 	for (unsigned int c = 0; c < opt.nr_cols; c++) {
 		if (!opt.cols[c].libslub)
 			continue;
 		for (unsigned int r = all_rows ? 0 : opt.nr_rows[w] - 1; r < opt.nr_rows[w]; r++) {
-			unsigned long long all;
+			unsigned long long all, prog;
 			char sz[16] = "";
 
 			cell_of(w, r, c, &cl);
 			if (!cl.have_ctr)
 				continue;
 			all = cl.ctr[CT_ALLOC_FAST] + cl.ctr[CT_ALLOC_SLOW];
+			prog = cl.ctr[CT_ALLOC_SHEAF] + all -
+			       (all > cl.ctr[CT_SHEAF_REFILL] ? cl.ctr[CT_SHEAF_REFILL] : all);
+			/* The drop-in counts only with SLUB_STATS: nothing to show. */
+			if (!prog)
+				continue;
 			if (workloads[w].main_cache)
 				snprintf(sz, sizeof(sz), "%u/%u", cl.order, cl.objs);
-			fprintf(f, "%-14s %-12s %6.1f %9.1f %9.4f %9.4f %9.4f %9.4f %9.4f %7s\n",
+			fprintf(f, "%-14s %-12s %6.1f %6.1f %9.1f %9.4f %9.4f %9.4f %9.4f %9.4f %7s\n",
 				opt.cols[c].name, opt.rows[w][r].label,
+				share(cl.ctr[CT_ALLOC_SHEAF], prog),
 				share(cl.ctr[CT_ALLOC_FAST], all),
 				share(cl.ctr[CT_ALLOC_FAST] + cl.ctr[CT_REFILL], all),
 				per_op(&cl, CT_FROM_PARTIAL), per_op(&cl, CT_CPU_PARTIAL_ALLOC),
