@@ -144,7 +144,7 @@ void this_cpu_add_slow(pcpu_off_t off, long v)
 				   v, __ATOMIC_RELAXED);
 		return;
 	}
-abort:
+	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_ADDV(rs, p, v, PERCPU_UNIT_SHIFT, abort);
 }
 
@@ -169,7 +169,7 @@ bool percpu_stop_local(pcpu_off_t ctl, unsigned int cpu)
 		percpu_membarrier_cpu(cpu);
 		return true;
 	}
-abort:
+	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_SET_FLAG_ON_CPU(rs, pcpu_base + ctl, cpu, PERCPU_UNIT_SHIFT,
 				  abort, fail);
 	return true;
