@@ -94,6 +94,7 @@ int slub_init_slow(void)
 	cpu_sysfs_init();
 	page_alloc_sysfs_init();
 	slab_sysfs_init();
+	validate_sysfs_init();
 	in_slub_init = 1;
 	policy_apply_global();
 	in_slub_init = 0;
