@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "fail.h"
 #include "init.h"
 #include "percpu.h"
 #include "slub_internal.h"
@@ -94,6 +95,7 @@ int slub_init_slow(void)
 	cpu_sysfs_init();
 	page_alloc_sysfs_init();
 	slab_sysfs_init();
+	fail_init();
 	validate_sysfs_init();
 	in_slub_init = 1;
 	policy_apply_global();
@@ -127,7 +129,9 @@ int slab_init_slow(void)
 	if (!__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE) &&
 	    !slab_init_error) {
 		in_slab_init = 1;
+		fail_suspend();
 		slab_init_error = slab_init();
+		fail_resume();
 		in_slab_init = 0;
 		if (!slab_init_error)
 			__atomic_store_n(&slab_initialised, 1, __ATOMIC_RELEASE);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fail.h"
 #include "init.h"
 #include "report.h"
 #include "slub_internal.h"
@@ -144,6 +145,8 @@ static struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp)
 	char *base, *p;
 	void *addr;
 
+	if (should_fail(FAIL_SLAB))
+		return NULL;
 	addr = __get_free_pages((gfp & ~__GFP_ZERO) | __GFP_NOWARN, order);
 	if (unlikely(!addr) && order != oo_order(s->min)) {
 		oo = s->min;
