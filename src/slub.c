@@ -600,7 +600,7 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		 void *tail, int cnt)
 {
 	struct kmem_cache_node *n = NULL;
-	bool was_frozen, on_node_partial = false;
+	bool was_frozen, on_node_partial = false, cpu_partial;
 	unsigned long counters;
 	struct slab new;
 	void *prior;
@@ -620,9 +620,15 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		new.counters = counters;
 		was_frozen = new.frozen;
 		new.inuse -= cnt;
+		/*
+		 * Read once: cpu_partial may be written meanwhile, and the list
+		 * chosen after the swap must be the one the lock was taken for,
+		 * or a slab that was full is left on no list.
+		 */
+		cpu_partial = kmem_cache_has_cpu_partial(s);
 		if ((!new.inuse || !prior) && !was_frozen) {
 			/* Needs to be taken off a list, or put on one. */
-			if (!kmem_cache_has_cpu_partial(s) || prior) {
+			if (!cpu_partial || prior) {
 				n = get_node(s, slab_nid(slab));
 				list_lock(s, n);
 				on_node_partial = slab->flags & SL_partial;
@@ -634,7 +640,7 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 	if (likely(!n)) {
 		if (was_frozen) {
 			stat(s, FREE_FROZEN);
-		} else if (kmem_cache_has_cpu_partial(s) && !prior) {
+		} else if (cpu_partial && !prior) {
 			/* It was full: it goes to this CPU's partial list. */
 			put_cpu_partial(s, slab);
 			stat(s, CPU_PARTIAL_FREE);
@@ -657,7 +663,7 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		discard_slab(s, slab);
 		return;
 	}
-	if (!kmem_cache_has_cpu_partial(s) && unlikely(!prior)) {
+	if (!cpu_partial && unlikely(!prior)) {
 		add_partial(n, slab, DEACTIVATE_TO_TAIL);
 		stat(s, FREE_ADD_PARTIAL);
 	}
