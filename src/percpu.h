@@ -197,6 +197,15 @@ void percpu_stop(pcpu_off_t ctl, unsigned int cpu);
 void percpu_resume(pcpu_off_t ctl, unsigned int cpu);
 
 /*
+ * percpu_stop() of many structures at once (the consistency check): lock
+ * and flag each with percpu_stop_begin(), then percpu_stop_sync() aborts
+ * what runs on every CPU with one membarrier per CPU, instead of one per
+ * structure and CPU. Their state may be read only after the sync.
+ */
+void percpu_stop_begin(pcpu_off_t ctl, unsigned int cpu);
+void percpu_stop_sync(void);
+
+/*
  * Stop the fast paths of cpu, which the caller is running on and whose
  * lock it holds, without a membarrier: the flag is set by a restartable
  * store that commits only on cpu, and at that instant every other thread

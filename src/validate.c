@@ -10,10 +10,12 @@
  *   slab/ before it has a slab and leaves it before it is freed), so the
  *   check needs no slab_mutex, which kmem_cache_create() holds while it
  *   waits for sysfs_lock;
- *   -> for each cache under slab/: every CPU's sheaves (percpu_stop(), in
- *      CPU order), then every CPU's CPU slab (the same), list_lock, the
- *      barn's lock: the fork handler's order, with which it is serialised
- *      by sysfs_lock;
+ *   -> for each cache under slab/: every CPU's sheaves (locked and
+ *      flagged stopped, in CPU order), then every CPU's CPU slab (the
+ *      same), list_lock, the barn's lock: the fork handler's order, with
+ *      which it is serialised by sysfs_lock; then one membarrier per CPU
+ *      aborts every sequence that started before the flags were set
+ *      (percpu_stop_begin() and percpu_stop_sync());
  *   -> every pcp lock in CPU order, then zone->lock.
  *
  * What runs without a lock cannot be held still: a remote free (one
@@ -633,14 +635,15 @@ static void check_totals(struct vstate *v)
 
 /* ---- Holding everything still ------------------------------------------------------------ */
 
+/* percpu_stop_sync() follows, once every cache is held. */
 static void stop_cache(struct kmem_cache *s)
 {
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu)
-		percpu_stop(s->cpu_sheaves, cpu);
+		percpu_stop_begin(s->cpu_sheaves, cpu);
 	for_each_possible_cpu(cpu)
-		percpu_stop(s->cpu_slab, cpu);
+		percpu_stop_begin(s->cpu_slab, cpu);
 	slub_lock(&get_node(s, 0)->list_lock);
 	slub_lock(&get_node(s, 0)->barn.lock);
 }
@@ -781,6 +784,7 @@ static long validate_locked(unsigned int flags, struct seq_buf *out)
 		return ret;
 	for (unsigned int i = 0; i < v.nr_caches; i++)
 		stop_cache(v.vc[i].s);
+	percpu_stop_sync();
 	page_alloc_fork_prepare();
 	v.frontier = zone.frontier;
 	/* A bit per 8 bytes of arena, then a byte per page. */
