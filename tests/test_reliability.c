@@ -23,6 +23,9 @@
  * intact, and the objects the allocator says are in use, cache by cache,
  * and its large pages are exactly those the threads hold. At the end
  * nothing is held and every page is back.
+ *
+ * Run with SLUB_FAIL set, allocations may also fail, with ENOMEM and
+ * nothing else, and everything else must hold the same.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -89,6 +92,11 @@ static long ledger_large_pages;
 static unsigned long nr_ops, nr_threads, nr_migrations, nr_forks, nr_fork_bad;
 static unsigned long nr_signals_sent, nr_signals, nr_validations;
 static unsigned long nr_admin_checks, nr_corrupt, nr_failed, nr_lost;
+static unsigned long nr_bad_errno;
+
+/* SLUB_FAIL's probabilities, off but for the run itself. */
+static char fail_page[32] = "0", fail_slab[32] = "0";
+static bool faults;
 static unsigned long max_live;
 
 static int stop;
@@ -107,6 +115,14 @@ static void ledger(const struct item *it, long d)
 	else if (it->kind == K_PAGES)
 		d *= 1L << it->idx;
 	__atomic_fetch_add(l, d, __ATOMIC_RELAXED);
+}
+
+/* An allocation returned NULL: with ENOMEM, and only if failures are on. */
+static void failed(void)
+{
+	if (errno != ENOMEM)
+		__atomic_fetch_add(&nr_bad_errno, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&nr_failed, 1, __ATOMIC_RELAXED);
 }
 
 static void fill(struct item *it)
@@ -183,7 +199,7 @@ static bool alloc_item(struct worker *w, struct item *it)
 		it->p = __get_free_pages(GFP_KERNEL, it->idx);
 	}
 	if (!it->p) {
-		__atomic_fetch_add(&nr_failed, 1, __ATOMIC_RELAXED);
+		failed();
 		return false;
 	}
 	it->seed = rnd_next(&w->rnd);
@@ -290,9 +306,12 @@ static int fork_child_main(void)
 
 	errors = slub_validate(0, NULL, 0);
 	for (int round = 0; round < 4; round++) {
-		for (w.nr = 0; w.nr < HELD_MAX; w.nr++)
-			if (!alloc_item(&w, &w.held[w.nr]))
+		for (int i = 0; i < HELD_MAX; i++) {
+			if (alloc_item(&w, &w.held[w.nr]))
+				w.nr++;
+			else if (!faults)
 				return 3;
+		}
 		while (w.nr)
 			free_item(&w.held[--w.nr]);
 	}
@@ -344,7 +363,7 @@ static void bulk(struct worker *w)
 		return;
 	}
 	if (!kmem_cache_alloc_bulk(caches[k], GFP_KERNEL, n, objs)) {
-		__atomic_fetch_add(&nr_failed, 1, __ATOMIC_RELAXED);
+		failed();
 		return;
 	}
 	for (unsigned int i = 0; i < n; i++) {
@@ -371,7 +390,7 @@ static void realloc_item(struct worker *w, struct item *it)
 	p = krealloc(it->p, size, GFP_KERNEL);
 	if (!p) {
 		ledger(it, 1);
-		__atomic_fetch_add(&nr_failed, 1, __ATOMIC_RELAXED);
+		failed();
 		return;
 	}
 	moved.len = keep;
@@ -715,21 +734,33 @@ static void test_stress(void)
 	__atomic_store_n(&nr_signals, 0, __ATOMIC_RELAXED);
 	setup_caches();
 	CHECK_EQ(slub_sysfs_write("cpu/rseq_restarts", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/page_injected", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/slab_injected", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/page", fail_page), 0);
+	CHECK_EQ(slub_sysfs_write("fail/slab", fail_slab), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t_start);
 	run(seconds, target);
+	CHECK_EQ(slub_sysfs_write("fail/page", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/slab", "0"), 0);
 	restarts = sysfs_num("cpu/rseq_restarts");
 	check_end(before);
 	fprintf(stderr, "%.1f s, %s: %lu operations, %lu threads (%d at a time, "
 		"%lu live at most), %lu migrations, %lu signals (%lu handled), "
 		"%lld rseq restarts, %lu forks (%lu bad), %lu idle checks, %lu "
-		"running checks; %lu failed, %lu corrupted, %lu lost\n",
+		"running checks; %lu failed (%lld page and %lld slab failures "
+		"injected), %lu corrupted, %lu lost\n",
 		elapsed(), rseq ? "rseq" : "fallback", nr_ops, nr_threads,
 		target, max_live, nr_migrations, nr_signals_sent, nr_signals,
 		restarts, nr_forks, nr_fork_bad, nr_validations, nr_admin_checks,
-		nr_failed, nr_corrupt, nr_lost);
+		nr_failed, sysfs_num("fail/page_injected"),
+		sysfs_num("fail/slab_injected"), nr_corrupt, nr_lost);
 	CHECK_EQ(nr_corrupt, 0);
 	CHECK_EQ(nr_lost, 0);
-	CHECK_EQ(nr_failed, 0);
+	CHECK_EQ(nr_bad_errno, 0);
+	if (faults)
+		CHECK(nr_failed > 0);
+	else
+		CHECK_EQ(nr_failed, 0);
 	CHECK_EQ(nr_fork_bad, 0);
 	CHECK(nr_validations >= seconds);
 	CHECK(nr_admin_checks > 0);
@@ -812,9 +843,20 @@ static void test_signals_restart(void)
 	kmem_cache_destroy(s);
 }
 
+/* SLUB_FAIL's probabilities are kept for the stress run alone. */
+static void faults_off(void)
+{
+	slub_sysfs_read("fail/page", fail_page, sizeof(fail_page));
+	slub_sysfs_read("fail/slab", fail_slab, sizeof(fail_slab));
+	faults = strcmp(fail_page, "0\n") || strcmp(fail_slab, "0\n");
+	CHECK_EQ(slub_sysfs_write("fail/page", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/slab", "0"), 0);
+}
+
 int main(void)
 {
 	test_cpus_init();
+	faults_off();
 	TEST(test_signals_restart);
 	TEST(test_stress);
 	return test_done();
