@@ -10,6 +10,7 @@
 
 #include "fail.h"
 #include "init.h"
+#include "validate.h"
 #include "percpu.h"
 #include "slub_internal.h"
 #include "sysfs.h"

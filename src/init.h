@@ -34,7 +34,6 @@ int page_alloc_init(void);
 void page_alloc_sysfs_init(void);
 void cpu_sysfs_init(void);
 void slab_sysfs_init(void);
-void validate_sysfs_init(void);
 void page_alloc_fork_prepare(void);
 void page_alloc_fork_parent(void);
 void page_alloc_fork_child(void);

@@ -25,6 +25,7 @@
 #include "init.h"
 #include "report.h"
 #include "slub_internal.h"
+#include "validate.h"
 
 struct list_head slab_caches = LIST_HEAD_INIT(slab_caches);
 struct slub_lock slab_mutex = SLUB_LOCK_INIT;
@@ -549,6 +550,7 @@ void *__slab_alloc(struct kmem_cache *s, gfp_t gfp)
 	void *object;
 
 	stat(s, ALLOC_SLOWPATH);
+	validate_tick();
 	for (;;) {
 		cpu = raw_smp_processor_id();
 		percpu_lock(s->cpu_slab, cpu);

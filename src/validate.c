@@ -33,12 +33,14 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 
 #include "init.h"
 #include "page_alloc.h"
 #include "report.h"
 #include "slub_internal.h"
+#include "validate.h"
 
 /* Where a slab was reached from, by its head's pfn. */
 enum slab_place {
@@ -825,6 +827,22 @@ long slub_validate(unsigned int flags, char *report, size_t size)
 	slub_unlock(&sysfs_lock);
 	return ret;
 }
+
+#ifdef SLUB_VALIDATE_EVERY
+/* The debug build's own check, every SLUB_VALIDATE_EVERY slow paths. */
+void validate_tick(void)
+{
+	static unsigned long ticks;
+
+	if (__atomic_add_fetch(&ticks, 1, __ATOMIC_RELAXED) % SLUB_VALIDATE_EVERY)
+		return;
+	if (slub_validate(0, NULL, 0) > 0) {
+		slub_pr_err("libslub: the consistency check found the problems "
+			    "above (SLUB_VALIDATE_EVERY=%d)\n", SLUB_VALIDATE_EVERY);
+		abort();
+	}
+}
+#endif
 
 /* ---- The file `validate` ---------------------------------------------------------------------- */
 
