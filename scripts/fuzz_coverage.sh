@@ -24,6 +24,7 @@ summary() {
 				hit += pct * n / 100; all += n
 				per[file] = sprintf("%5.1f%% of %4d", pct, n)
 			}
+			file = ""	# the totals that follow name no file
 		}
 		END {
 			printf "%s: %.1f%% of %d lines of src/*.c\n", what, 100 * hit / all, all
