@@ -31,7 +31,8 @@
  *  mode) and cleared from any thread, as the kernel clears its counters.
  *
  * Lock order: per-CPU lock -> list_lock -> zone->lock. No path holds two
- * per-CPU locks except the fork handler, which takes them in CPU order.
+ * per-CPU locks except the fork handler and the consistency check
+ * (validate.c), which take them in CPU order.
  */
 #ifndef SLUB_PERCPU_H
 #define SLUB_PERCPU_H
