@@ -27,21 +27,12 @@
 
 #include "compiler.h"
 #include "helpers.h"
+#include "items.h"
 #include "validate_helpers.h"
 
 #define MAX_CACHES	6
 #define MAX_OBJS	128
 #define MAX_SAVED	32
-
-enum kind { K_CACHE, K_KMALLOC, K_LARGE, K_PAGES };
-
-struct fobj {
-	void *p;
-	size_t len;		/* bytes carrying the pattern */
-	enum kind kind;
-	int idx;		/* cache, kmalloc cache, or order */
-	uint64_t seed;
-};
 
 struct fcache {
 	struct kmem_cache *s;
@@ -56,7 +47,7 @@ struct input {
 };
 
 static struct fcache fcaches[MAX_CACHES];
-static struct fobj objs[MAX_OBJS];
+static struct item objs[MAX_OBJS];
 static int nr_objs;
 static long kmalloc_live[NR_KMALLOC_CACHES], large_pages;
 static bool faults_on;
@@ -98,21 +89,9 @@ static unsigned int u16(struct input *in)
 
 /* ---- Objects -------------------------------------------------------------------- */
 
-static void fill(struct fobj *o)
+static void check_obj(const struct item *o)
 {
-	unsigned char *b = o->p;
-
-	for (size_t i = 0; i < o->len; i++)
-		b[i] = (unsigned char)(o->seed >> (8 * (i % 8))) ^ (unsigned char)i;
-}
-
-static void check_obj(const struct fobj *o)
-{
-	const unsigned char *b = o->p;
-
-	for (size_t i = 0; i < o->len; i++)
-		FUZZ_CHECK(b[i] == ((unsigned char)(o->seed >> (8 * (i % 8))) ^
-				    (unsigned char)i));
+	FUZZ_CHECK(item_intact(o));
 }
 
 static unsigned int kmalloc_idx(size_t ks)
@@ -127,7 +106,7 @@ static unsigned int kmalloc_idx(size_t ks)
 	fuzz_fail(__LINE__, "ksize() is no kmalloc size");
 }
 
-static void account(const struct fobj *o, long d)
+static void account(const struct item *o, long d)
 {
 	if (o->kind == K_CACHE)
 		fcaches[o->idx].live += d;
@@ -140,33 +119,34 @@ static void account(const struct fobj *o, long d)
 }
 
 /* Keep a new object: pattern, books. The object array has room. */
-static void keep(void *p, size_t len, enum kind kind, int idx, uint64_t seed)
+static void keep(void *p, size_t len, enum item_kind kind, unsigned int idx,
+		 uint64_t seed)
 {
-	struct fobj *o = &objs[nr_objs++];
+	struct item *o = &objs[nr_objs++];
 
-	*o = (struct fobj){ .p = p, .len = len, .kind = kind, .idx = idx,
+	*o = (struct item){ .p = p, .len = len, .kind = kind, .idx = idx,
 			    .seed = seed };
 	if (kind == K_KMALLOC || kind == K_LARGE) {
 		size_t ks = ksize(p);
 
 		FUZZ_CHECK(ks >= len);
 		o->kind = ks > 8192 ? K_LARGE : K_KMALLOC;
-		o->idx = ks > 8192 ? 0 : (int)kmalloc_idx(ks);
+		o->idx = ks > 8192 ? 0 : kmalloc_idx(ks);
 	}
-	fill(o);
+	item_fill(o);
 	account(o, 1);
 }
 
 static void release(int j)
 {
-	struct fobj *o = &objs[j];
+	struct item *o = &objs[j];
 
 	check_obj(o);
 	account(o, -1);
 	if (o->kind == K_CACHE)
 		kmem_cache_free(fcaches[o->idx].s, o->p);
 	else if (o->kind == K_PAGES)
-		free_pages(o->p, (unsigned int)o->idx);
+		free_pages(o->p, o->idx);
 	else
 		kfree(o->p);
 	*o = objs[--nr_objs];
@@ -270,7 +250,7 @@ static void destroy_cache(int k)
 	char path[160], buf[64];
 
 	for (int j = nr_objs - 1; j >= 0; j--)
-		if (objs[j].kind == K_CACHE && objs[j].idx == k)
+		if (objs[j].kind == K_CACHE && objs[j].idx == (unsigned int)k)
 			release(j);
 	FUZZ_CHECK(fcaches[k].live == 0);
 	kmem_cache_destroy(fcaches[k].s);
@@ -295,7 +275,8 @@ static void op_alloc(struct input *in)
 	}
 	if (gfp & __GFP_ZERO)
 		FUZZ_CHECK(zeroed(p, fcaches[k].size));
-	keep(p, min(fcaches[k].size, 4096U), K_CACHE, k, nr_steps * 31 + 7);
+	keep(p, min(fcaches[k].size, 4096U), K_CACHE, (unsigned int)k,
+	     nr_steps * 31 + 7);
 }
 
 static void op_bulk(struct input *in)
@@ -311,7 +292,7 @@ static void op_bulk(struct input *in)
 		unsigned int got = 0;
 
 		for (int j = nr_objs - 1; j >= 0 && got < n; j--) {
-			if (objs[j].kind != K_CACHE || objs[j].idx != k)
+			if (objs[j].kind != K_CACHE || objs[j].idx != (unsigned int)k)
 				continue;
 			check_obj(&objs[j]);
 			account(&objs[j], -1);
@@ -327,7 +308,8 @@ static void op_bulk(struct input *in)
 		return;
 	}
 	for (unsigned int i = 0; i < n; i++)
-		keep(p[i], min(fcaches[k].size, 512U), K_CACHE, k, nr_steps + i);
+		keep(p[i], min(fcaches[k].size, 512U), K_CACHE, (unsigned int)k,
+		     nr_steps + i);
 }
 
 /* ---- kmalloc and pages ------------------------------------------------------------ */
@@ -379,7 +361,7 @@ static void op_kmalloc(struct input *in)
 static void op_krealloc(struct input *in)
 {
 	size_t size = pick_size(in);
-	struct fobj *o;
+	struct item *o;
 	size_t keep_len;
 	void *p;
 
@@ -433,7 +415,7 @@ static void op_pages(struct input *in)
 	}
 	if (gfp & __GFP_ZERO)
 		FUZZ_CHECK(zeroed(p, SLUB_PAGE_SIZE << order));
-	keep(p, min(SLUB_PAGE_SIZE << order, 16384UL), K_PAGES, (int)order,
+	keep(p, min(SLUB_PAGE_SIZE << order, 16384UL), K_PAGES, order,
 	     nr_steps * 5 + order);
 }
 

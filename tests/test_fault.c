@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "helpers.h"
+#include "items.h"
 #include "page_alloc.h"
 #include "test.h"
 #include "validate_helpers.h"
@@ -253,16 +254,6 @@ static void test_slab_failures(void)
 #define HELD_MAX		256
 #define NR_CHURN_CACHES		3
 
-enum kind { K_CACHE, K_KMALLOC, K_PAGES };
-
-struct item {
-	void *p;
-	size_t len;
-	enum kind kind;
-	unsigned int idx;		/* the cache, or the order */
-	uint64_t seed;
-};
-
 struct churner {
 	pthread_t thread;
 	unsigned long long rnd;
@@ -276,27 +267,9 @@ static struct kmem_cache *churn_caches[NR_CHURN_CACHES];
 static const unsigned int churn_sizes[NR_CHURN_CACHES] = { 32, 520, 2100 };
 static int churn_stop;
 
-static void fill(struct item *it)
-{
-	uint64_t *w = it->p;
-
-	for (size_t i = 0; i < it->len / 8; i++)
-		w[i] = it->seed + i;
-}
-
-static bool intact(const struct item *it)
-{
-	const uint64_t *w = it->p;
-
-	for (size_t i = 0; i < it->len / 8; i++)
-		if (w[i] != it->seed + i)
-			return false;
-	return true;
-}
-
 static void release(struct churner *c, struct item *it)
 {
-	if (!intact(it))
+	if (!item_intact(it))
 		c->corrupt++;
 	if (it->kind == K_CACHE)
 		kmem_cache_free(churn_caches[it->idx], it->p);
@@ -335,7 +308,7 @@ static bool take(struct churner *c, struct item *it)
 		return false;
 	}
 	it->seed = rnd_next(&c->rnd);
-	fill(it);
+	item_fill(it);
 	return true;
 }
 
@@ -355,14 +328,8 @@ static void take_bulk(struct churner *c)
 			c->bad_errno++;
 		return;
 	}
-	for (unsigned int i = 0; i < n; i++) {
-		struct item *it = &c->held[c->nr++];
-
-		*it = (struct item){ .p = objs[i], .len = churn_sizes[k],
-				     .kind = K_CACHE, .idx = k,
-				     .seed = rnd_next(&c->rnd) };
-		fill(it);
-	}
+	items_add_bulk(c->held, &c->nr, objs, n, k, churn_sizes[k],
+		       rnd_next(&c->rnd));
 }
 
 static void *churn_fn(void *arg)

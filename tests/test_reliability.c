@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "helpers.h"
+#include "items.h"
 #include "page_alloc.h"
 #include "test.h"
 #include "checks.h"
@@ -45,16 +46,6 @@
 #define MAX_THREADS	1024
 #define MIGRATE_EVERY	256
 #define NR_CACHES	4
-
-enum kind { K_CACHE, K_KMALLOC, K_LARGE, K_PAGES };
-
-struct item {
-	void *p;
-	size_t len;		/* bytes carrying the pattern */
-	enum kind kind;
-	unsigned int idx;	/* cache, kmalloc cache, or order */
-	uint64_t seed;
-};
 
 struct worker {
 	int slot;
@@ -125,27 +116,9 @@ static void failed(void)
 	__atomic_fetch_add(&nr_failed, 1, __ATOMIC_RELAXED);
 }
 
-static void fill(struct item *it)
-{
-	uint64_t *w = it->p;
-
-	for (size_t i = 0; i < it->len / 8; i++)
-		w[i] = it->seed ^ (i * 0x9e3779b97f4a7c15ULL);
-}
-
-static bool intact(const struct item *it)
-{
-	const uint64_t *w = it->p;
-
-	for (size_t i = 0; i < it->len / 8; i++)
-		if (w[i] != (it->seed ^ (i * 0x9e3779b97f4a7c15ULL)))
-			return false;
-	return true;
-}
-
 static void check_item(const struct item *it)
 {
-	if (!intact(it))
+	if (!item_intact(it))
 		__atomic_fetch_add(&nr_corrupt, 1, __ATOMIC_RELAXED);
 }
 
@@ -203,7 +176,7 @@ static bool alloc_item(struct worker *w, struct item *it)
 		return false;
 	}
 	it->seed = rnd_next(&w->rnd);
-	fill(it);
+	item_fill(it);
 	ledger(it, 1);
 	return true;
 }
@@ -356,6 +329,7 @@ static void bulk(struct worker *w)
 {
 	unsigned int k = (unsigned int)(rnd_next(&w->rnd) % NR_CACHES);
 	unsigned int n = 1 + (unsigned int)(rnd_next(&w->rnd) % 16);
+	struct item *it;
 	void *objs[16];
 
 	if (w->nr + n > HELD_MAX) {
@@ -366,15 +340,10 @@ static void bulk(struct worker *w)
 		failed();
 		return;
 	}
-	for (unsigned int i = 0; i < n; i++) {
-		struct item *it = &w->held[w->nr++];
-
-		*it = (struct item){ .p = objs[i], .len = cache_def[k].size,
-				     .kind = K_CACHE, .idx = k,
-				     .seed = rnd_next(&w->rnd) };
-		fill(it);
-		ledger(it, 1);
-	}
+	it = items_add_bulk(w->held, &w->nr, objs, n, k, cache_def[k].size,
+			    rnd_next(&w->rnd));
+	for (unsigned int i = 0; i < n; i++)
+		ledger(&it[i], 1);
 }
 
 /* krealloc a kmalloc'd item: the old contents move with it. */
@@ -398,7 +367,7 @@ static void realloc_item(struct worker *w, struct item *it)
 	check_item(&moved);
 	set_kmalloc(it, p, size);
 	it->seed = rnd_next(&w->rnd);
-	fill(it);
+	item_fill(it);
 	ledger(it, 1);
 }
 
