@@ -7,6 +7,9 @@
 #                bench_slab, bench_rr, bench_malloc)
 #   make install install headers, libraries, pkg-config and CMake files
 #                (PREFIX=/usr/local)
+#   make fuzz    the libFuzzer run (clang), FUZZ_TIME seconds
+#   make stress  the reliability stress run, STRESS_TIME seconds a mode
+#                (docs/reliability.md)
 
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX ?= /usr/local
@@ -17,10 +20,14 @@ PAGE_BENCH_ARGS ?=
 SLAB_BENCH_ARGS ?=
 RR_BENCH_ARGS ?=
 MALLOC_BENCH_ARGS ?=
+FUZZ_TIME ?= 60
+FUZZ_ARGS ?=
+STRESS_TIME ?= 300
 
 CONFIGURE = $(CMAKE) -S . -DSLUB_WERROR=ON
 
-.PHONY: all build test test-plain test-asan test-tsan bench bench-detail install deps clean
+.PHONY: all build test test-plain test-asan test-tsan bench bench-detail install deps clean \
+	fuzz stress
 
 all: build
 
@@ -85,5 +92,23 @@ bench-detail:
 install: build
 	$(CMAKE) --install build --prefix $(PREFIX)
 
+# The fuzz target under libFuzzer, from the committed corpus; what it finds
+# new goes to results/fuzz-corpus (docs/reliability.md says how to merge it
+# into fuzz/corpus). `make test` runs the same target on the corpus and on
+# random inputs through a main() of its own, built with gcc.
+fuzz:
+	@sh scripts/deps.sh fuzz
+	CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DSLUB_FUZZ=ON -DSLUB_TESTS=OFF -DSLUB_BENCH=OFF >/dev/null
+	$(CMAKE) --build build-fuzz -j $(JOBS) --target fuzz_slub
+	mkdir -p results/fuzz-corpus
+	./build-fuzz/fuzz/fuzz_slub -max_total_time=$(FUZZ_TIME) -max_len=512 \
+		-print_final_stats=1 $(FUZZ_ARGS) results/fuzz-corpus fuzz/corpus
+
+# test_reliability for STRESS_TIME seconds on rseq, then in fallback mode.
+stress: build
+	SLUB_STRESS_SECONDS=$(STRESS_TIME) ./build/tests/test_reliability
+	SLUB_STRESS_SECONDS=$(STRESS_TIME) SLUB_RSEQ=0 ./build/tests/test_reliability
+
 clean:
-	rm -rf build build-asan build-tsan build-release
+	rm -rf build build-asan build-tsan build-release build-fuzz

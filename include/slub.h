@@ -213,6 +213,34 @@ SLUB_API void slub_control_stop(void);
 /* The socket's path into buf: 0, -ENOENT when not serving, -ENAMETOOLONG. */
 SLUB_API int slub_control_path(char *buf, size_t size);
 
+/* ---- Consistency check (docs/reliability.md) ----------------------------- */
+
+/*
+ * Check the invariants of the whole allocator: every CPU slab, CPU
+ * freelist, CPU partial list, node partial list, sheaf and barn of every
+ * cache, every free object (inside its slab, on an object boundary, in
+ * one place only), every slab reached (counters, freelist, tail pages,
+ * slab_cache_map) and the page allocator's lists and counts. Every CPU's
+ * fast paths are stopped meanwhile; other threads may go on, and what is
+ * on its way between two places at that instant is not held against the
+ * allocator.
+ *
+ * SLUB_VALIDATE_IDLE: the caller vouches that no other thread is inside
+ * libslub, so everything must add up: every page of the arena is in one
+ * block of a known state, every slab is in its one place (or full), every
+ * cache's slab and object counts match its slabs; the report then gives,
+ * per cache, the objects in use by callers.
+ *
+ * Each problem is reported on stderr ("BUG validate: ..."). If report is
+ * not NULL, a text report (the `validate` file's) is written into it, cut
+ * to size as snprintf() does. Returns the number of problems found, or
+ * -EINVAL (unknown flags), -ENOMEM (the allocator or the check's scratch
+ * memory could not be had).
+ */
+#define SLUB_VALIDATE_IDLE	0x1u
+
+SLUB_API long slub_validate(unsigned int flags, char *report, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,7 @@
 #!/bin/sh
-# Install what `make test` / `make bench` need from Debian's archive.
-# As root it installs with apt-get; otherwise it names what is missing.
-# Usage: scripts/deps.sh test|bench
+# Install what `make test` / `make bench` / `make fuzz` need from Debian's
+# archive. As root it installs with apt-get; otherwise it names what is
+# missing. Usage: scripts/deps.sh test|bench|fuzz
 set -eu
 what=${1:-test}
 
@@ -111,6 +111,24 @@ if [ "$what" = test ]; then
 		echo "deps (test): missing:$prog_pkgs; the malloc_programs test" \
 		     "needs python3 and perl and skips sqlite3 and git" \
 		     "(as root: apt-get install$prog_pkgs)" >&2
+	fi
+fi
+
+# make fuzz builds the fuzz target under libFuzzer: clang, and the runtime
+# libraries that hold libFuzzer (libclang-rt-dev). Only for `fuzz`: `make
+# test` runs the same target through a main() of its own, built with gcc.
+if [ "$what" = fuzz ] &&
+   ! printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)\n{ return 0; }\n' |
+     clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "deps (fuzz): installing clang libclang-rt-dev"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang \
+			libclang-rt-dev >/dev/null
+	else
+		echo "deps (fuzz): no clang with libFuzzer" \
+		     "(as root: apt-get install clang libclang-rt-dev)" >&2
+		exit 1
 	fi
 fi
 

@@ -9,7 +9,9 @@
 #include <pthread.h>
 
 #include "control.h"
+#include "fail.h"
 #include "init.h"
+#include "validate.h"
 #include "percpu.h"
 #include "report.h"
 #include "slabinfo.h"
@@ -103,6 +105,8 @@ int slub_init_slow(void)
 	page_alloc_sysfs_init();
 	slab_sysfs_init();
 	process_sysfs_init();
+	fail_init();
+	validate_sysfs_init();
 	in_slub_init = 1;
 	policy_apply_global();
 	in_slub_init = 0;
@@ -138,7 +142,9 @@ int slab_init_slow(void)
 	if (!__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE) &&
 	    !slab_init_error) {
 		in_slab_init = 1;
+		fail_suspend();
 		slab_init_error = slab_init();
+		fail_resume();
 		in_slab_init = 0;
 		if (!slab_init_error)
 			__atomic_store_n(&slab_initialised, 1, __ATOMIC_RELEASE);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "fail.h"
 #include "init.h"
 #include "page.h"
 #include "page_alloc.h"
@@ -470,6 +471,11 @@ void *__get_free_pages(gfp_t gfp, unsigned int order)
 		return NULL;
 	}
 	if (unlikely(slub_init())) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (should_fail(FAIL_PAGE)) {
+		pa_stat(ALLOC_FAIL);
 		errno = ENOMEM;
 		return NULL;
 	}

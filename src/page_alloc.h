@@ -32,5 +32,6 @@ void zone_snapshot(struct zone_snapshot *snap);
  * for each problem; returns how many it found.
  */
 unsigned long page_alloc_check(void);
+unsigned long page_alloc_check_locked(void);
 
 #endif /* SLUB_PAGE_ALLOC_H */

@@ -173,6 +173,24 @@ static void percpu_mode_show(struct seq_buf *s, void *obj, long arg)
 	seq_printf(s, "%s\n", percpu_state.why);
 }
 
+static void rseq_restarts_show(struct seq_buf *s, void *obj, long arg)
+{
+	(void)obj, (void)arg;
+	seq_printf(s, "%lu\n", __atomic_load_n(&rseq_restarts, __ATOMIC_RELAXED));
+}
+
+/* Writing 0 clears the count, as for the statistics. */
+static int rseq_restarts_store(void *obj, long arg, const char *val)
+{
+	unsigned long v;
+
+	(void)obj, (void)arg;
+	if (sysfs_parse_ulong(val, &v) || v != 0)
+		return -EINVAL;
+	__atomic_store_n(&rseq_restarts, 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
 #define CPU_COUNT_ATTR(n) \
 	{ #n, cpu_count_show, NULL, (long)offsetof(struct slub_cpus, n) }
 
@@ -184,6 +202,7 @@ static const struct slub_attr cpu_attrs[] = {
 	CPU_COUNT_ATTR(online),
 	CPU_COUNT_ATTR(affinity),
 	{ "percpu_mode", percpu_mode_show, NULL, 0 },
+	{ "rseq_restarts", rseq_restarts_show, rseq_restarts_store, 0 },
 };
 
 static struct sysfs_dir cpu_dir = {

@@ -109,12 +109,26 @@ void percpu_counter_clear(pcpu_off_t off)
 
 /* ---- Stopping a CPU's fast paths ---------------------------------------- */
 
-void percpu_stop(pcpu_off_t ctl, unsigned int cpu)
+void percpu_stop_begin(pcpu_off_t ctl, unsigned int cpu)
 {
 	struct percpu_ctl *c = percpu_ctl(ctl, cpu);
 
 	slub_lock(&c->lock);
 	__atomic_store_n(&c->stopped, 1, __ATOMIC_SEQ_CST);
+}
+
+void percpu_stop_sync(void)
+{
+	unsigned int cpu;
+
+	if (percpu_rseq())
+		for_each_possible_cpu(cpu)
+			percpu_membarrier_cpu(cpu);
+}
+
+void percpu_stop(pcpu_off_t ctl, unsigned int cpu)
+{
+	percpu_stop_begin(ctl, cpu);
 	/*
 	 * A sequence that began on cpu before the store above may still be
 	 * between its stopped check and its commit; the membarrier aborts it,
@@ -144,7 +158,7 @@ void this_cpu_add_slow(pcpu_off_t off, long v)
 				   v, __ATOMIC_RELAXED);
 		return;
 	}
-abort:
+	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_ADDV(rs, p, v, PERCPU_UNIT_SHIFT, abort);
 }
 
@@ -169,7 +183,7 @@ bool percpu_stop_local(pcpu_off_t ctl, unsigned int cpu)
 		percpu_membarrier_cpu(cpu);
 		return true;
 	}
-abort:
+	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_SET_FLAG_ON_CPU(rs, pcpu_base + ctl, cpu, PERCPU_UNIT_SHIFT,
 				  abort, fail);
 	return true;

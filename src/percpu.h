@@ -31,7 +31,8 @@
  *  mode) and cleared from any thread, as the kernel clears its counters.
  *
  * Lock order: per-CPU lock -> list_lock -> zone->lock. No path holds two
- * per-CPU locks except the fork handler, which takes them in CPU order.
+ * per-CPU locks except the fork handler and the consistency check
+ * (validate.c), which take them in CPU order.
  */
 #ifndef SLUB_PERCPU_H
 #define SLUB_PERCPU_H
@@ -197,6 +198,15 @@ void percpu_stop(pcpu_off_t ctl, unsigned int cpu);
 void percpu_resume(pcpu_off_t ctl, unsigned int cpu);
 
 /*
+ * percpu_stop() of many structures at once (the consistency check): lock
+ * and flag each with percpu_stop_begin(), then percpu_stop_sync() aborts
+ * what runs on every CPU with one membarrier per CPU, instead of one per
+ * structure and CPU. Their state may be read only after the sync.
+ */
+void percpu_stop_begin(pcpu_off_t ctl, unsigned int cpu);
+void percpu_stop_sync(void);
+
+/*
  * Stop the fast paths of cpu, which the caller is running on and whose
  * lock it holds, without a membarrier: the flag is set by a restartable
  * store that commits only on cpu, and at that instant every other thread
@@ -218,6 +228,20 @@ enum rseq_result {
 	RSEQ_DUP,	/* cmpeq_push: the node is the list's head already */
 };
 
+/*
+ * Sequences that were aborted (preempted, migrated, or interrupted by a
+ * signal before their commit) and ran again: cpu/rseq_restarts. Counted
+ * where an abort lands, a block the straight-line fast path jumps over,
+ * so the fast path itself does no more work than before.
+ */
+extern unsigned long rseq_restarts;
+
+#define RSEQ_RESTART_POINT(label)					\
+	if (0) {							\
+label:									\
+		__atomic_fetch_add(&rseq_restarts, 1, __ATOMIC_RELAXED); \
+	}
+
 void this_cpu_add_slow(pcpu_off_t off, long v);
 
 /* Statistics: add v to this CPU's copy of the counter at off. */
@@ -233,7 +257,7 @@ static __always_inline void this_cpu_add(pcpu_off_t off, long v)
 	rs = (struct slub_rseq_abi *)((char *)arch_thread_pointer() +
 				      percpu_state.rseq_offset);
 	p = pcpu_base + off;
-abort:
+	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_ADDV(rs, p, v, PERCPU_UNIT_SHIFT, abort);
 }
 
@@ -260,7 +284,7 @@ this_cpu_cmpxchg(pcpu_off_t ctl, pcpu_off_t v, uintptr_t expect, uintptr_t newv)
 	struct slub_rseq_abi *rs;
 
 	RSEQ_GET_OR(rs, percpu_lock_cmpxchg(ctl, v, expect, newv));
-abort:
+	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_CMPEQV_STOREV(rs, pcpu_base + ctl, pcpu_base + v, expect,
 				newv, PERCPU_UNIT_SHIFT, abort, stopped, fail);
 	return RSEQ_OK;
@@ -280,7 +304,7 @@ this_cpu_pop(pcpu_off_t ctl, pcpu_off_t v, size_t off, void **load)
 	struct slub_rseq_abi *rs;
 
 	RSEQ_GET_OR(rs, percpu_lock_pop(ctl, v, off, load));
-abort:
+	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_POP(rs, pcpu_base + ctl, pcpu_base + v, off, load,
 		      PERCPU_UNIT_SHIFT, abort, stopped, fail);
 	return RSEQ_OK;
@@ -297,7 +321,7 @@ this_cpu_push(pcpu_off_t ctl, pcpu_off_t v, void *node, size_t off)
 	struct slub_rseq_abi *rs;
 
 	RSEQ_GET_OR(rs, percpu_lock_push(ctl, v, node, off));
-abort:
+	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_PUSH(rs, pcpu_base + ctl, pcpu_base + v, node, off,
 		       PERCPU_UNIT_SHIFT, abort, stopped);
 	return RSEQ_OK;
@@ -320,7 +344,7 @@ this_cpu_cmpeq_push(pcpu_off_t ctl, pcpu_off_t vcmp, uintptr_t expect,
 	struct slub_rseq_abi *rs;
 
 	RSEQ_GET_OR(rs, percpu_lock_cmpeq_push(ctl, vcmp, expect, v, node, off));
-abort:
+	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_CMPEQ_PUSH(rs, pcpu_base + ctl, pcpu_base + vcmp, expect,
 			     pcpu_base + v, node, off, PERCPU_UNIT_SHIFT,
 			     abort, stopped, fail, dup);
@@ -365,14 +389,14 @@ static __always_inline void rseq_add(struct slub_rseq_abi *rs, pcpu_off_t off,
 				     long v)
 {
 	char *p = pcpu_base + off;
-abort:
+	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_ADDV(rs, p, v, PERCPU_UNIT_SHIFT, abort);
 }
 
 static __always_inline enum rseq_result
 rseq_array_pop(struct slub_rseq_abi *rs, pcpu_off_t ctl, pcpu_off_t v, void **load)
 {
-abort:
+	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_ARRAY_POP(rs, pcpu_base + ctl, pcpu_base + v, load,
 			    PERCPU_UNIT_SHIFT, abort, stopped, fail);
 	return RSEQ_OK;
@@ -385,7 +409,7 @@ fail:
 static __always_inline enum rseq_result
 rseq_array_push(struct slub_rseq_abi *rs, pcpu_off_t ctl, pcpu_off_t v, void *node)
 {
-abort:
+	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_ARRAY_PUSH(rs, pcpu_base + ctl, pcpu_base + v, node,
 			     PERCPU_UNIT_SHIFT, abort, stopped, fail, dup);
 	return RSEQ_OK;

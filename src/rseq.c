@@ -33,6 +33,8 @@
 extern const ptrdiff_t __rseq_offset __attribute__((weak));
 extern const unsigned int __rseq_size __attribute__((weak));
 
+unsigned long rseq_restarts;
+
 struct percpu_state percpu_state = {
 	.mode = PERCPU_MODE_LOCK,
 	.why = "not initialised",

@@ -21,9 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fail.h"
 #include "init.h"
 #include "report.h"
 #include "slub_internal.h"
+#include "validate.h"
 
 struct list_head slab_caches = LIST_HEAD_INIT(slab_caches);
 struct slub_lock slab_mutex = SLUB_LOCK_INIT;
@@ -106,6 +108,8 @@ struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp)
 	char *first, *p;
 	void *addr;
 
+	if (should_fail(FAIL_SLAB))
+		return NULL;
 	addr = __get_free_pages((gfp & ~__GFP_ZERO) | __GFP_NOWARN, order);
 	if (unlikely(!addr) && order != oo_order(s->min)) {
 		oo = s->min;
@@ -526,6 +530,7 @@ void *__slab_alloc(struct kmem_cache *s, gfp_t gfp)
 	if (unlikely(kmem_cache_debug(s)))
 		return slab_alloc_debug(s, gfp, 0, _RET_IP_);
 	stat(s, ALLOC_SLOWPATH);
+	validate_tick();
 	for (;;) {
 		cpu = raw_smp_processor_id();
 		percpu_lock(s->cpu_slab, cpu);
@@ -577,7 +582,7 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		 void *tail, int cnt)
 {
 	struct kmem_cache_node *n = NULL;
-	bool was_frozen, on_node_partial = false;
+	bool was_frozen, on_node_partial = false, cpu_partial;
 	unsigned long counters;
 	struct slab new;
 	void *prior;
@@ -602,9 +607,15 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		new.counters = counters;
 		was_frozen = new.frozen;
 		new.inuse -= cnt;
+		/*
+		 * Read once: cpu_partial may be written meanwhile, and the list
+		 * chosen after the swap must be the one the lock was taken for,
+		 * or a slab that was full is left on no list.
+		 */
+		cpu_partial = kmem_cache_has_cpu_partial(s);
 		if ((!new.inuse || !prior) && !was_frozen) {
 			/* Needs to be taken off a list, or put on one. */
-			if (!kmem_cache_has_cpu_partial(s) || prior) {
+			if (!cpu_partial || prior) {
 				n = get_node(s, slab_nid(slab));
 				list_lock(s, n);
 				on_node_partial = slab->flags & SL_partial;
@@ -616,7 +627,7 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 	if (likely(!n)) {
 		if (was_frozen) {
 			stat(s, FREE_FROZEN);
-		} else if (kmem_cache_has_cpu_partial(s) && !prior) {
+		} else if (cpu_partial && !prior) {
 			/* It was full: it goes to this CPU's partial list. */
 			put_cpu_partial(s, slab);
 			stat(s, CPU_PARTIAL_FREE);
@@ -639,7 +650,7 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		discard_slab(s, slab);
 		return;
 	}
-	if (!kmem_cache_has_cpu_partial(s) && unlikely(!prior)) {
+	if (!cpu_partial && unlikely(!prior)) {
 		add_partial(n, slab, DEACTIVATE_TO_TAIL);
 		stat(s, FREE_ADD_PARTIAL);
 	}

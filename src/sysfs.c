@@ -146,6 +146,23 @@ static struct sysfs_dir *sysfs_lookup(const char *path,
 	return dir;
 }
 
+/* The directory at path, or NULL; the caller holds sysfs_lock. */
+struct sysfs_dir *sysfs_dir_lookup(const char *path)
+{
+	const struct slub_attr *attr;
+	struct sysfs_dir *dir = sysfs_lookup(path, &attr);
+
+	return attr ? NULL : dir;
+}
+
+void sysfs_add_root_files(const struct slub_attr *attrs, unsigned int nr)
+{
+	slub_lock(&sysfs_lock);
+	sysfs_root.attrs = attrs;
+	sysfs_root.nr_attrs = nr;
+	slub_unlock(&sysfs_lock);
+}
+
 static void sysfs_list(struct seq_buf *s, struct sysfs_dir *dir)
 {
 	struct sysfs_dir *c;

@@ -47,6 +47,10 @@ extern struct slub_lock sysfs_lock;
 
 void sysfs_add_dir(struct sysfs_dir *parent, struct sysfs_dir *dir);
 void sysfs_remove_dir(struct sysfs_dir *dir);
+/* The directory at path, or NULL; the caller holds sysfs_lock. */
+struct sysfs_dir *sysfs_dir_lookup(const char *path);
+/* Files at the top of the namespace (one table: validate.c's). */
+void sysfs_add_root_files(const struct slub_attr *attrs, unsigned int nr);
 
 /* 1 if path names a directory, 0 a file, -ENOENT neither. */
 int sysfs_is_dir(const char *path);

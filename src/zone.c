@@ -255,14 +255,12 @@ static unsigned long check_list(struct list_head *head, enum page_type type,
 	return errors;
 }
 
-unsigned long page_alloc_check(void)
+/* With every pcp lock and zone->lock held (page_alloc_fork_prepare()). */
+unsigned long page_alloc_check_locked(void)
 {
 	unsigned long errors = 0, buddy = 0, released = 0;
 	unsigned int cpu;
 
-	if (slub_init())
-		return 0;
-	page_alloc_fork_prepare();	/* every lock: the whole state holds still */
 	for (unsigned int o = 0; o <= MAX_PAGE_ORDER; o++) {
 		unsigned long pages = 0;
 
@@ -297,6 +295,17 @@ unsigned long page_alloc_check(void)
 			errors++;
 		}
 	}
+	return errors;
+}
+
+unsigned long page_alloc_check(void)
+{
+	unsigned long errors;
+
+	if (slub_init())
+		return 0;
+	page_alloc_fork_prepare();	/* every lock: the whole state holds still */
+	errors = page_alloc_check_locked();
 	page_alloc_fork_parent();
 	return errors;
 }

@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Fault injection (src/fail.c): SLUB_FAIL and the fail/ files; with
+ * failures forced, every call that allocates returns NULL with errno
+ * ENOMEM and leaves nothing behind; threads churning under random page
+ * and slab failures lose and corrupt nothing, and once the failures stop
+ * the allocator is whole (the check is clean, every object and page is
+ * back) and allocates as before. Run as "test_fault oom" with a small
+ * SLUB_ARENA_SIZE, the same churn runs the arena out for real, with the
+ * same results.
+ */
+#include <pthread.h>
+#include <stdint.h>
+
+#include "helpers.h"
+#include "items.h"
+#include "page_alloc.h"
+#include "test.h"
+#include "validate_helpers.h"
+
+static char report[REPORT_SIZE];
+
+/* A failed call: NULL with ENOMEM. errno is cleared before each call. */
+#define CHECK_ENOMEM(call)						\
+	do {								\
+		void *_p;						\
+		errno = 0;						\
+		_p = (call);						\
+		CHECK(_p == NULL);					\
+		CHECK_EQ(errno, ENOMEM);				\
+	} while (0)
+
+static long long fail_num(const char *file)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "fail/%s", file);
+	return sysfs_num(path);
+}
+
+static void set_faults(const char *page, const char *slab)
+{
+	CHECK_EQ(slub_sysfs_write("fail/page", page), 0);
+	CHECK_EQ(slub_sysfs_write("fail/slab", slab), 0);
+}
+
+/* No object of the test in any cache, and the check clean. */
+static void check_nothing_held(struct kmem_cache **caches, int nr)
+{
+	CHECK_EQ(validate_idle(report, sizeof(report)), 0);
+	for (int i = 0; i < nr; i++)
+		CHECK_EQ(report_in_use(report, kmem_cache_name(caches[i])), 0);
+	for (size_t i = 0; i < NR_KMALLOC_CACHES; i++)
+		CHECK_EQ(report_in_use(report, kmalloc_cache_names[i]), 0);
+	CHECK_EQ(report_value(report, "pages ", "large"), 0);
+}
+
+/* ---- SLUB_FAIL ------------------------------------------------------------------ */
+
+extern char **environ;
+
+/* Run this program again with SLUB_FAIL=value; its "--probe" output. */
+static void probe(const char *value, char *out, size_t size)
+{
+	char *const argv[] = { "test_fault", "--probe", NULL };
+	char env[128], *envp[256];
+	int fds[2], k = 0;
+	ssize_t n, len = 0;
+	pid_t pid;
+
+	snprintf(env, sizeof(env), "SLUB_FAIL=%s", value);
+	for (char **e = environ; *e && k < 254; e++)
+		if (strncmp(*e, "SLUB_FAIL=", 10))
+			envp[k++] = *e;
+	envp[k++] = env;
+	envp[k] = NULL;
+	CHECK_EQ(pipe(fds), 0);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		execve("/proc/self/exe", argv, envp);
+		_exit(127);
+	}
+	close(fds[1]);
+	while ((n = read(fds[0], out + len, size - 1 - (size_t)len)) > 0)
+		len += n;
+	out[len] = '\0';
+	close(fds[0]);
+	waitpid(pid, NULL, 0);
+}
+
+static int probe_main(void)
+{
+	printf("page %lld slab %lld seed %lld\n", fail_num("page"),
+	       fail_num("slab"), fail_num("seed"));
+	return 0;
+}
+
+static void test_env(void)
+{
+	static const char *const bad[] = {
+		"page=101", "page=5,bogus=1", "page=5,slab", "slab=-1", "page=",
+		"seed=x", "page=5;slab=5", "=5",
+	};
+	char out[1024];
+
+	probe("page=7,slab=9,seed=3", out, sizeof(out));
+	CHECK(strstr(out, "page 7 slab 9 seed 3\n") != NULL);
+	probe("seed=12345678901,slab=100", out, sizeof(out));
+	CHECK(strstr(out, "page 0 slab 100 seed 12345678901\n") != NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		probe(bad[i], out, sizeof(out));
+		CHECK(strstr(out, "libslub: ignoring SLUB_FAIL=") != NULL);
+		CHECK(strstr(out, "page 0 slab 0 seed 0\n") != NULL);
+		if (!strstr(out, "page 0 slab 0 seed 0\n"))
+			fprintf(stderr, "SLUB_FAIL=%s: %s", bad[i], out);
+	}
+}
+
+static void test_files(void)
+{
+	static const char *const bad[] = { "101", "-1", "x", "", "5x", "1 " };
+	char buf[256];
+
+	CHECK(slub_sysfs_read("fail", buf, sizeof(buf)) > 0);
+	CHECK(strstr(buf, "page\nslab\nseed\npage_injected\nslab_injected\n"));
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		CHECK_EQ(slub_sysfs_write("fail/page", bad[i]), -EINVAL);
+		CHECK_EQ(slub_sysfs_write("fail/slab", bad[i]), -EINVAL);
+	}
+	CHECK_EQ(fail_num("page"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/page", "100\n"), 0);
+	CHECK_EQ(fail_num("page"), 100);
+	CHECK_EQ(slub_sysfs_write("fail/seed", "99"), 0);
+	CHECK_EQ(fail_num("seed"), 99);
+	CHECK_EQ(slub_sysfs_write("fail/seed", "x"), -EINVAL);
+	CHECK_EQ(slub_sysfs_write("fail/page_injected", "1"), -EINVAL);
+	CHECK_EQ(slub_sysfs_write("fail/page_injected", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/page", "0"), 0);
+}
+
+/* The same seed fails the same calls. */
+static void test_seed_repeats(void)
+{
+	char a[65], b[65];
+
+	for (int run = 0; run < 2; run++) {
+		char *out = run ? b : a;
+
+		CHECK_EQ(slub_sysfs_write("fail/seed", "7"), 0);
+		CHECK_EQ(slub_sysfs_write("fail/page", "50"), 0);
+		for (int i = 0; i < 64; i++) {
+			void *p = __get_free_pages(GFP_KERNEL, 0);
+
+			out[i] = p ? '.' : 'x';
+			free_pages(p, 0);
+		}
+		out[64] = '\0';
+		CHECK_EQ(slub_sysfs_write("fail/page", "0"), 0);
+	}
+	CHECK(!strcmp(a, b));
+	CHECK(strchr(a, 'x') && strchr(a, '.'));
+}
+
+/* ---- Every caller sees NULL with ENOMEM ---------------------------------------------- */
+
+static void test_page_failures(void)
+{
+	struct kmem_cache *s = kmem_cache_create("t-fault-page", 200, 0, 0, NULL);
+	long long injected, fails = page_alloc_stat("alloc_fail");
+	void *p;
+
+	CHECK_EQ(slub_sysfs_write("fail/page_injected", "0"), 0);
+	set_faults("100", "0");
+	CHECK_ENOMEM(__get_free_pages(GFP_KERNEL, 0));
+	CHECK_ENOMEM(__get_free_pages(GFP_KERNEL | __GFP_ZERO, 3));
+	CHECK_ENOMEM(get_zeroed_page(GFP_KERNEL));
+	CHECK_ENOMEM(kmalloc(100000, GFP_KERNEL));
+	CHECK_ENOMEM(kzalloc(20000, GFP_KERNEL));
+	/* A cache without a slab needs pages: both orders are refused. */
+	CHECK_ENOMEM(kmem_cache_alloc(s, GFP_KERNEL));
+	injected = fail_num("page_injected");
+	CHECK(injected >= 6);
+	CHECK_EQ(page_alloc_stat("alloc_fail") - fails, injected);
+	set_faults("0", "0");
+	CHECK((p = kmem_cache_alloc(s, GFP_KERNEL)) != NULL);
+	kmem_cache_free(s, p);
+	CHECK((p = kmalloc(100000, GFP_KERNEL)) != NULL);
+	kfree(p);
+	CHECK_EQ(fail_num("page_injected"), injected);
+	kmem_cache_destroy(s);
+}
+
+/* Empty a cache's sheaves and slabs, so the next allocation needs a slab. */
+static void make_empty(const char *cache)
+{
+	CHECK_EQ(slab_set(cache, "shrink", "1"), 0);
+	CHECK_EQ(slab_num(cache, "slabs"), 0);
+}
+
+static void test_slab_failures(void)
+{
+	struct kmem_cache *s = kmem_cache_create("t-fault-slab", 300, 0, 0, NULL);
+	struct kmem_cache *made[300];
+	void *bulk[8] = { NULL }, *p, *q;
+	int nr = 0;
+
+	p = kmalloc(40, GFP_KERNEL);
+	memset(p, 0x5a, 40);
+	make_empty("kmalloc-4k");
+	CHECK_EQ(slub_sysfs_write("fail/slab_injected", "0"), 0);
+	set_faults("0", "100");
+	CHECK_ENOMEM(kmem_cache_alloc(s, GFP_KERNEL));
+	CHECK_ENOMEM(kmem_cache_alloc(s, GFP_KERNEL | __GFP_ZERO));
+	errno = 0;
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 8, bulk), 0);
+	CHECK_EQ(errno, ENOMEM);
+	CHECK_ENOMEM(kmalloc(3000, GFP_KERNEL));
+	CHECK_ENOMEM(kcalloc(30, 100, GFP_KERNEL));
+	/* krealloc keeps the old object when the new one cannot be had. */
+	CHECK_ENOMEM(krealloc(p, 4000, GFP_KERNEL));
+	CHECK(((unsigned char *)p)[39] == 0x5a);
+	/* New caches come from kmem_cache: it runs out of slabs too. */
+	errno = 0;
+	while (nr < 300) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "t-fault-made-%d", nr);
+		if (!(made[nr] = kmem_cache_create(name, 64, 0, 0, NULL)))
+			break;
+		nr++;
+	}
+	CHECK(nr < 300);
+	CHECK_EQ(errno, ENOMEM);
+	CHECK(fail_num("slab_injected") >= 7);
+	set_faults("0", "0");
+	CHECK((q = krealloc(p, 4000, GFP_KERNEL)) != NULL);
+	CHECK(((unsigned char *)q)[39] == 0x5a);
+	kfree(q);
+	CHECK_EQ(kmem_cache_alloc_bulk(s, GFP_KERNEL, 8, bulk), 8);
+	kmem_cache_free_bulk(s, 8, bulk);
+	while (nr > 0)
+		kmem_cache_destroy(made[--nr]);
+	CHECK_EQ(validate_idle(report, sizeof(report)), 0);
+	CHECK_EQ(report_in_use(report, "t-fault-slab"), 0);
+	kmem_cache_destroy(s);
+}
+
+/* ---- Churn under failures, and recovery ------------------------------------------- */
+
+#define CHURN_THREADS_PER_CPU	3
+#define HELD_MAX		256
+#define NR_CHURN_CACHES		3
+
+struct churner {
+	pthread_t thread;
+	unsigned long long rnd;
+	struct item held[HELD_MAX];
+	unsigned int nr;
+	unsigned long ops, failures, bad_errno, corrupt;
+	bool no_failure_allowed;
+};
+
+static struct kmem_cache *churn_caches[NR_CHURN_CACHES];
+static const unsigned int churn_sizes[NR_CHURN_CACHES] = { 32, 520, 2100 };
+static int churn_stop;
+
+static void release(struct churner *c, struct item *it)
+{
+	if (!item_intact(it))
+		c->corrupt++;
+	if (it->kind == K_CACHE)
+		kmem_cache_free(churn_caches[it->idx], it->p);
+	else if (it->kind == K_KMALLOC)
+		kfree(it->p);
+	else
+		free_pages(it->p, it->idx);
+}
+
+/* One allocation of a random kind; false (after checking errno) on NULL. */
+static bool take(struct churner *c, struct item *it)
+{
+	unsigned int r = (unsigned int)(rnd_next(&c->rnd) % 100);
+
+	errno = 0;
+	if (r < 45) {
+		it->kind = K_CACHE;
+		it->idx = r % NR_CHURN_CACHES;
+		it->len = churn_sizes[it->idx];
+		it->p = kmem_cache_alloc(churn_caches[it->idx], GFP_KERNEL);
+	} else if (r < 93) {
+		it->kind = K_KMALLOC;
+		it->len = r < 90 ? 8 + rnd_next(&c->rnd) % 8192 :
+			  8193 + rnd_next(&c->rnd) % (128 * 1024);
+		it->p = kmalloc(it->len, GFP_KERNEL);
+	} else {
+		it->kind = K_PAGES;
+		it->idx = (unsigned int)(rnd_next(&c->rnd) % 5);
+		it->len = SLUB_PAGE_SIZE << it->idx;
+		it->p = __get_free_pages(GFP_KERNEL, it->idx);
+	}
+	if (!it->p) {
+		c->failures++;
+		if (errno != ENOMEM)
+			c->bad_errno++;
+		return false;
+	}
+	it->seed = rnd_next(&c->rnd);
+	item_fill(it);
+	return true;
+}
+
+/* A bulk allocation: all or nothing, the held items as if one by one. */
+static void take_bulk(struct churner *c)
+{
+	unsigned int k = (unsigned int)(rnd_next(&c->rnd) % NR_CHURN_CACHES);
+	unsigned int n = 1 + (unsigned int)(rnd_next(&c->rnd) % 16);
+	void *objs[16];
+
+	if (c->nr + n > HELD_MAX)
+		return;
+	errno = 0;
+	if (!kmem_cache_alloc_bulk(churn_caches[k], GFP_KERNEL, n, objs)) {
+		c->failures++;
+		if (errno != ENOMEM)
+			c->bad_errno++;
+		return;
+	}
+	items_add_bulk(c->held, &c->nr, objs, n, k, churn_sizes[k],
+		       rnd_next(&c->rnd));
+}
+
+static void *churn_fn(void *arg)
+{
+	struct churner *c = arg;
+
+	while (!__atomic_load_n(&churn_stop, __ATOMIC_ACQUIRE)) {
+		unsigned int r = (unsigned int)(rnd_next(&c->rnd) % 16);
+
+		c->ops++;
+		if (c->ops % 512 == 0)
+			migrate_to((int)(rnd_next(&c->rnd) % 64));
+		if (r == 0) {
+			take_bulk(c);
+		} else if (r < 8 && c->nr < HELD_MAX) {
+			if (take(c, &c->held[c->nr]))
+				c->nr++;
+		} else if (c->nr) {
+			unsigned int i = (unsigned int)(rnd_next(&c->rnd) % c->nr);
+
+			release(c, &c->held[i]);
+			c->held[i] = c->held[--c->nr];
+		}
+	}
+	while (c->nr)
+		release(c, &c->held[--c->nr]);
+	unpin();
+	return NULL;
+}
+
+/* Shrink and drain all along, so that slabs and pages are asked for anew. */
+static void shrink_some(unsigned long n)
+{
+	kmem_cache_shrink(churn_caches[n % NR_CHURN_CACHES]);
+	slab_set(kmalloc_cache_names[n % NR_KMALLOC_CACHES], "shrink", "1");
+	if (n % 8 == 0)
+		drain_all_pages();
+}
+
+struct churn_totals {
+	unsigned long ops, failures, bad_errno, corrupt;
+};
+
+/* Threads churn for ms milliseconds while the main thread shrinks. */
+static struct churn_totals churn(unsigned int ms)
+{
+	int nr = CHURN_THREADS_PER_CPU * nr_cpus_allowed();
+	struct churner *cs = calloc((size_t)nr, sizeof(*cs));
+	struct churn_totals t = { 0 };
+	struct timespec t0, now;
+	unsigned long n = 0;
+
+	churn_stop = 0;
+	for (int i = 0; i < nr; i++) {
+		cs[i].rnd = 0x9e3779b97f4a7c15ULL * (unsigned long long)(i + 1);
+		CHECK_EQ(pthread_create(&cs[i].thread, NULL, churn_fn, &cs[i]), 0);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		shrink_some(n++);
+		usleep(500);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while ((now.tv_sec - t0.tv_sec) * 1000 +
+		 (now.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	__atomic_store_n(&churn_stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < nr; i++) {
+		pthread_join(cs[i].thread, NULL);
+		t.ops += cs[i].ops;
+		t.failures += cs[i].failures;
+		t.bad_errno += cs[i].bad_errno;
+		t.corrupt += cs[i].corrupt;
+	}
+	free(cs);
+	return t;
+}
+
+static void create_churn_caches(void)
+{
+	churn_caches[0] = kmem_cache_create("t-fault-32", 32, 0, 0, NULL);
+	churn_caches[1] = kmem_cache_create("t-fault-520", 520, 0,
+					    SLAB_HWCACHE_ALIGN, NULL);
+	churn_caches[2] = kmem_cache_create("t-fault-2100", 2100, 0, 0, NULL);
+	for (int i = 0; i < NR_CHURN_CACHES; i++)
+		CHECK(churn_caches[i] != NULL);
+}
+
+/* The churn caches' empty slabs gone, the pages the page allocator lent. */
+static long long pages_used(void)
+{
+	for (int i = 0; i < NR_CHURN_CACHES; i++)
+		CHECK_EQ(kmem_cache_shrink(churn_caches[i]), 0);
+	return slab_pages_used();
+}
+
+/*
+ * Nothing held, the pages back to what they were, and allocation as
+ * before: a churn without a failure, or (the arena being small) a
+ * hundred allocations of each kind.
+ */
+static void check_recovered(long long pages_before, bool full_churn)
+{
+	struct churner c = { .rnd = 42 };
+	struct churn_totals t;
+
+	check_nothing_held(churn_caches, NR_CHURN_CACHES);
+	CHECK_EQ(pages_used(), pages_before);
+	CHECK_EQ(page_alloc_check(), 0);
+	if (full_churn) {
+		t = churn(300);
+		CHECK_EQ(t.failures, 0);
+		CHECK_EQ(t.corrupt, 0);
+		CHECK(t.ops > 0);
+	} else {
+		for (c.nr = 0; c.nr < 100; c.nr++)
+			CHECK(take(&c, &c.held[c.nr]));
+		while (c.nr)
+			release(&c, &c.held[--c.nr]);
+		CHECK_EQ(c.corrupt, 0);
+	}
+	check_nothing_held(churn_caches, NR_CHURN_CACHES);
+	CHECK_EQ(pages_used(), pages_before);
+}
+
+static void test_churn_under_faults(void)
+{
+	long long before, page_inj, slab_inj;
+	struct churn_totals t;
+
+	create_churn_caches();
+	before = pages_used();
+	CHECK_EQ(slub_sysfs_write("fail/page_injected", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/slab_injected", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/seed", "20250101"), 0);
+	set_faults("10", "20");
+	t = churn(1500);
+	set_faults("0", "0");
+	page_inj = fail_num("page_injected");
+	slab_inj = fail_num("slab_injected");
+	fprintf(stderr, "%d threads, %lu operations, %lu failed (%lld page and "
+		"%lld slab failures injected), %lu corrupted\n",
+		CHURN_THREADS_PER_CPU * nr_cpus_allowed(), t.ops, t.failures,
+		page_inj, slab_inj, t.corrupt);
+	CHECK(page_inj > 0 && slab_inj > 0);
+	CHECK(t.failures > 0);
+	CHECK_EQ(t.bad_errno, 0);
+	CHECK_EQ(t.corrupt, 0);
+	check_recovered(before, true);
+}
+
+/* SLUB_ARENA_SIZE reached for real: the same results as injected failures. */
+static void test_arena_limit(void)
+{
+	struct churn_totals t;
+	long long before;
+
+	create_churn_caches();
+	before = pages_used();
+	t = churn(1500);
+	fprintf(stderr, "arena of %lld pages: %lu operations, %lu failed, "
+		"%lu corrupted\n", zoneinfo("pages_total"), t.ops, t.failures,
+		t.corrupt);
+	CHECK(t.failures > 0);
+	CHECK_EQ(t.bad_errno, 0);
+	CHECK_EQ(t.corrupt, 0);
+	check_recovered(before, false);
+}
+
+int main(int argc, char **argv)
+{
+	test_cpus_init();
+	if (argc > 1 && !strcmp(argv[1], "--probe"))
+		return probe_main();
+	if (argc > 1 && !strcmp(argv[1], "oom")) {
+		TEST(test_arena_limit);
+		return test_done();
+	}
+	TEST(test_env);
+	TEST(test_files);
+	TEST(test_seed_repeats);
+	TEST(test_page_failures);
+	TEST(test_slab_failures);
+	TEST(test_churn_under_faults);
+	return test_done();
+}
