@@ -150,11 +150,15 @@ static struct slab *slab_of_addr(const struct vstate *v, const void *p)
 	return (struct slab *)page;
 }
 
-/* Whether obj is one of the first `objects` objects of slab. */
+/*
+ * Whether obj is one of the first `objects` objects of slab; a debug
+ * cache's objects start after their left red zone.
+ */
 static bool obj_in_slab(const struct kmem_cache *s, const struct slab *slab,
 			unsigned int objects, const void *obj)
 {
-	uintptr_t base = (uintptr_t)slab_base(slab), off = (uintptr_t)obj - base;
+	uintptr_t base = (uintptr_t)slab_base(slab) + s->red_left_pad;
+	uintptr_t off = (uintptr_t)obj - base;
 
 	return (uintptr_t)obj >= base && off % s->size == 0 && off / s->size < objects;
 }
