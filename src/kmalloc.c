@@ -44,25 +44,13 @@ int kmalloc_init(void)
 	return 0;
 }
 
-static unsigned int large_order(size_t size)
-{
-	unsigned int order = 0;
-
-	size = (size - 1) >> PAGE_SHIFT;
-	while (size) {
-		order++;
-		size >>= 1;
-	}
-	return order;
-}
-
 static __noinline void *kmalloc_large(size_t size, gfp_t gfp)
 {
 	if (size > (PAGE_SIZE << MAX_PAGE_ORDER)) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	return __get_free_pages(gfp, large_order(size));
+	return __get_free_pages(gfp, get_order(size));
 }
 
 static __always_inline void *__kmalloc(size_t size, gfp_t gfp,

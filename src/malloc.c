@@ -452,7 +452,7 @@ MALLOC_API void *reallocarray(void *p, size_t n, size_t size)
 static void *slub_aligned(size_t align, size_t size, unsigned long caller)
 {
 	size_t want;
-	unsigned int order = 0;
+	unsigned int order;
 
 	if (align <= MIN_MALLOC)
 		return slub_malloc(size, GFP_KERNEL, caller);
@@ -466,8 +466,7 @@ static void *slub_aligned(size_t align, size_t size, unsigned long caller)
 			pow2 <<= 1;
 		return slub_malloc(pow2, GFP_KERNEL, caller);
 	}
-	while ((PAGE_SIZE << order) < want)
-		order++;
+	order = get_order(want);
 	if (slab_ready()) {
 		errno = ENOMEM;
 		return NULL;

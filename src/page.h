@@ -126,6 +126,19 @@ struct zone {
 
 extern struct zone zone;
 
+/* The smallest order of a block of at least size bytes (the kernel's get_order()). */
+static inline unsigned int get_order(unsigned long size)
+{
+	unsigned int order = 0;
+
+	size = (size - 1) >> PAGE_SHIFT;
+	while (size) {
+		order++;
+		size >>= 1;
+	}
+	return order;
+}
+
 static inline unsigned long page_to_pfn(const struct page *page)
 {
 	return (unsigned long)(page - zone.pages);

@@ -141,7 +141,7 @@ static void free_to_slabs(struct kmem_cache *s, void **objs, unsigned int n)
 {
 	for (unsigned int i = 0; i < n; i++)
 		slab_free_slab(s, virt_to_slab(objs[i]), objs[i]);
-	this_cpu_add(stat_off(s, SHEAF_FLUSH), n);
+	stat_add(s, SHEAF_FLUSH, n);
 }
 
 static unsigned int refill_from_slabs(struct kmem_cache *s, gfp_t gfp,
@@ -154,7 +154,7 @@ static unsigned int refill_from_slabs(struct kmem_cache *s, gfp_t gfp,
 		if (!objs[n])
 			break;
 	}
-	this_cpu_add(stat_off(s, SHEAF_REFILL), n);
+	stat_add(s, SHEAF_REFILL, n);
 	return n;
 }
 

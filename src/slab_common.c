@@ -49,18 +49,6 @@ static unsigned int fls_u(unsigned int x)
 	return x ? 32 - (unsigned int)__builtin_clz(x) : 0;
 }
 
-static unsigned int get_order(unsigned long size)
-{
-	unsigned int order = 0;
-
-	size = (size - 1) >> PAGE_SHIFT;
-	while (size) {
-		order++;
-		size >>= 1;
-	}
-	return order;
-}
-
 static unsigned int order_objects(unsigned int order, unsigned int size)
 {
 	return (unsigned int)((PAGE_SIZE << order) / size);

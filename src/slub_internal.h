@@ -43,6 +43,15 @@ static __always_inline void stat(const struct kmem_cache *s, enum stat_item si)
 	this_cpu_inc(stat_off(s, si));
 }
 
+/* stat() by n: objects, not events (the sheaves' refills and flushes). */
+static inline void stat_add(const struct kmem_cache *s, enum stat_item si, long n)
+{
+#ifndef SLUB_NO_STATS
+	if (READ_ONCE(slub_stats_on))
+		this_cpu_add(stat_off(s, si), n);
+#endif
+}
+
 static inline unsigned long stat_cpu(const struct kmem_cache *s,
 				     enum stat_item si, unsigned int cpu)
 {
