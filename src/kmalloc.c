@@ -1,46 +1,67 @@
 // SPDX-License-Identifier: MIT
 /*
  * kmalloc: size classes on top of kmem_cache (the kernel's
- * mm/slab_common.c). kmalloc-8 ... kmalloc-8192 by powers of two, plus
- * kmalloc-96 and kmalloc-192; anything larger comes straight from the page
- * allocator as a block of 2^order pages.
+ * mm/slab_common.c). The kernel's classes are kmalloc-8 ... kmalloc-8k by
+ * powers of two, plus kmalloc-96 and kmalloc-192. The fine classes
+ * (SLUB_KMALLOC_CLASSES=fine, the drop-in malloc's default) add three
+ * between each power of two from 128 up and steps of 16 below, as
+ * jemalloc's: at most a fifth of an object is rounding, not a half.
+ * Anything larger comes straight from the page allocator as a block of
+ * 2^order pages.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "init.h"
 #include "report.h"
 #include "slub_internal.h"
 
-struct kmem_cache *kmalloc_caches[KMALLOC_SHIFT_HIGH + 1];
+struct kmem_cache *kmalloc_caches[KMALLOC_MAX_CLASSES];
+uint8_t kmalloc_class[KMALLOC_MAX_CACHE_SIZE / 8 + 1];
+uint32_t kmalloc_sheaf16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
 
-const uint8_t kmalloc_size_index[24] = {
-	3, 4, 5, 5, 6, 6, 6, 6,		/* 8 .. 64 */
-	1, 1, 1, 1, 7, 7, 7, 7,		/* 72 .. 128 */
-	2, 2, 2, 2, 2, 2, 2, 2,		/* 136 .. 192 */
+static const unsigned int kernel_classes[] = {
+	8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192,
 };
+
+static const unsigned int fine_classes[] = {
+	8, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384,
+	448, 512, 640, 768, 896, 1024, 1280, 1536, 1792, 2048, 2560, 3072,
+	3584, 4096, 5120, 6144, 7168, 8192,
+};
+
+/* The kernel's names: kmalloc-1k for 1024, kmalloc-1280 for 1280. */
+static void class_name(char *buf, size_t len, unsigned int size)
+{
+	if (size >= 1024 && !(size & 1023) && !(size & (size - 1)))
+		snprintf(buf, len, "kmalloc-%uk", size >> 10);
+	else
+		snprintf(buf, len, "kmalloc-%u", size);
+}
 
 int kmalloc_init(void)
 {
-	static const struct { const char *name; unsigned int size; unsigned int idx; }
-	sizes[] = {
-		{ "kmalloc-8", 8, 3 }, { "kmalloc-16", 16, 4 },
-		{ "kmalloc-32", 32, 5 }, { "kmalloc-64", 64, 6 },
-		{ "kmalloc-96", 96, 1 }, { "kmalloc-128", 128, 7 },
-		{ "kmalloc-192", 192, 2 }, { "kmalloc-256", 256, 8 },
-		{ "kmalloc-512", 512, 9 }, { "kmalloc-1k", 1024, 10 },
-		{ "kmalloc-2k", 2048, 11 }, { "kmalloc-4k", 4096, 12 },
-		{ "kmalloc-8k", 8192, 13 },
-	};
+	const unsigned int *sizes = slub_params.kmalloc_fine ? fine_classes : kernel_classes;
+	unsigned int nr = slub_params.kmalloc_fine ? ARRAY_SIZE(fine_classes) :
+						     ARRAY_SIZE(kernel_classes);
+	unsigned int c = 0;
+	char name[32];
 
-	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
-		struct kmem_cache *s = create_kmalloc_cache(sizes[i].name,
-							    sizes[i].size);
-
-		if (!s)
+	for (unsigned int i = 0; i < nr; i++) {
+		class_name(name, sizeof(name), sizes[i]);
+		kmalloc_caches[i] = create_kmalloc_cache(name, sizes[i]);
+		if (!kmalloc_caches[i])
 			return -ENOMEM;
-		kmalloc_caches[sizes[i].idx] = s;
 	}
+	/* Every size to the smallest class that holds it. */
+	for (unsigned int i = 0; i <= KMALLOC_MAX_CACHE_SIZE / 8; i++) {
+		while (sizes[c] < i * 8)
+			c++;
+		kmalloc_class[i] = (uint8_t)c;
+	}
+	for (unsigned int i = 0; i <= KMALLOC_MAX_CACHE_SIZE / 16; i++)
+		kmalloc_sheaf16[i] = (uint32_t)kmalloc_slab(i ? i * 16 : 16)->cpu_sheaves;
 	return 0;
 }
 

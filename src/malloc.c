@@ -31,6 +31,8 @@
 
 /* A drop-in counts nothing unless SLUB_STATS says so (policy.c). */
 int slub_stats_default = 0;
+/* ... and rounds requests to the fine kmalloc classes (kmalloc.c). */
+int slub_kmalloc_fine_default = 1;
 #define MIN_MALLOC	16
 #define MAX_PAGES_SIZE	(PAGE_SIZE << MAX_PAGE_ORDER)
 
@@ -262,6 +264,11 @@ static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp,
 	return huge_alloc(size, 0);	/* fresh mappings are zeroed */
 }
 
+static __noinline void malloc_stat_alloc(size_t size)
+{
+	stat(kmalloc_slab(size < MIN_MALLOC ? MIN_MALLOC : size), ALLOC_PCS);
+}
+
 /*
  * The fast path: a kmalloc size, the CPU sheaf not empty. Everything else
  * is out of line, so this stays a leaf that saves no registers.
@@ -271,12 +278,16 @@ static __always_inline void *slub_malloc(size_t size, gfp_t gfp,
 {
 	if (likely(size <= KMALLOC_MAX_CACHE_SIZE) && !(gfp & __GFP_ZERO) &&
 	    likely(__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))) {
-		struct kmem_cache *s = kmalloc_slab(size < MIN_MALLOC ? MIN_MALLOC : size);
 		void *p;
 
 		/* Debug caches have no sheaves: they fail over to the slow path. */
-		if (likely(sheaf_alloc_fast(s, &p)))
+		if (likely(sheaf_alloc_fast(kmalloc_sheaf16[(size + 15) >> 4], &p))) {
+#ifndef SLUB_NO_STATS
+			if (unlikely(READ_ONCE(slub_stats_on)))
+				malloc_stat_alloc(size);
+#endif
 			return p;
+		}
 	}
 	return slub_malloc_slow(size, gfp, caller);
 }
@@ -314,9 +325,7 @@ static __noinline void slub_free_slow(void *p, const void *caller)
  */
 static __always_inline void slub_free(void *p, const void *caller)
 {
-	struct kmem_cache *s = virt_to_cache_fast(p);
-
-	if (likely(s) && likely(sheaf_free_fast(s, p)))
+	if (likely(sheaf_free_fast(virt_to_fast(p), p)))
 		return;
 	slub_free_slow(p, caller);
 }

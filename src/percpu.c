@@ -292,10 +292,10 @@ enum rseq_result percpu_lock_cmpeq_push(pcpu_off_t ctl, pcpu_off_t vcmp,
 	return r;
 }
 
-enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, pcpu_off_t v, void **load)
+enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, void **load)
 {
 	unsigned int cpu;
-	struct percpu_array *a = (struct percpu_array *)lock_this_cpu(ctl, v, &cpu);
+	struct percpu_array *a = (struct percpu_array *)lock_this_cpu(ctl, PERCPU_ARRAY(ctl), &cpu);
 	enum rseq_result r = RSEQ_FAIL;
 	uint32_t n = READ_ONCE(a->size);
 
@@ -308,10 +308,10 @@ enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, pcpu_off_t v, void **load
 	return r;
 }
 
-enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, pcpu_off_t v, void *node)
+enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, void *node)
 {
 	unsigned int cpu;
-	struct percpu_array *a = (struct percpu_array *)lock_this_cpu(ctl, v, &cpu);
+	struct percpu_array *a = (struct percpu_array *)lock_this_cpu(ctl, PERCPU_ARRAY(ctl), &cpu);
 	enum rseq_result r = RSEQ_OK;
 	uint32_t n = READ_ONCE(a->size);
 
@@ -325,6 +325,40 @@ enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, pcpu_off_t v, void *node
 	}
 	unlock_this_cpu(ctl, cpu);
 	return r;
+}
+
+enum rseq_result percpu_lock_array_pop_batch(pcpu_off_t ctl, void **buf,
+					     unsigned int max, unsigned int *count)
+{
+	unsigned int cpu;
+	struct percpu_array *a = (struct percpu_array *)lock_this_cpu(ctl, PERCPU_ARRAY(ctl), &cpu);
+	uint32_t n = READ_ONCE(a->size), k = n < max ? n : max;
+
+	if (k) {
+		memcpy(buf, &a->objects[n - k], k * sizeof(void *));
+		*count = k;
+		WRITE_ONCE(a->size, n - k);
+	}
+	unlock_this_cpu(ctl, cpu);
+	return k ? RSEQ_OK : RSEQ_FAIL;
+}
+
+enum rseq_result percpu_lock_array_push_batch(pcpu_off_t ctl, void **buf,
+					      unsigned int max, unsigned int *count)
+{
+	unsigned int cpu;
+	struct percpu_array *a = (struct percpu_array *)lock_this_cpu(ctl, PERCPU_ARRAY(ctl), &cpu);
+	uint32_t n = READ_ONCE(a->size), k = 0;
+
+	if (a->capacity > n)
+		k = a->capacity - n < max ? a->capacity - n : max;
+	if (k) {
+		memcpy(&a->objects[n], buf, k * sizeof(void *));
+		*count = k;
+		WRITE_ONCE(a->size, n + k);
+	}
+	unlock_this_cpu(ctl, cpu);
+	return k ? RSEQ_OK : RSEQ_FAIL;
 }
 
 /* ---- fork ------------------------------------------------------------------ */

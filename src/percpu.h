@@ -359,8 +359,10 @@ dup:
 
 /*
  * A per-CPU object array (the slab layer's sheaves): what the array
- * operations below work on. objects[] is sized by the user; capacity is
- * per-CPU state like the rest, so it changes only with the CPU stopped.
+ * operations below work on. It follows its struct percpu_ctl directly,
+ * at PERCPU_ARRAY(ctl), so they take the ctl alone. objects[] is sized by
+ * the user; capacity is per-CPU state like the rest, so it changes only
+ * with the CPU stopped.
  */
 struct percpu_array {
 	uint32_t size;
@@ -368,8 +370,11 @@ struct percpu_array {
 	void *objects[];
 };
 
-enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, pcpu_off_t v, void **load);
-enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, pcpu_off_t v, void *node);
+#define PERCPU_ARRAY(ctl)	((ctl) + sizeof(struct percpu_ctl))
+_Static_assert(sizeof(struct percpu_ctl) == 8, "the arch's array sequences say 8");
+
+enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, void **load);
+enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, void *node);
 
 /*
  * This thread's rseq area when the process runs on glibc's registration,
@@ -394,11 +399,14 @@ static __always_inline void rseq_add(struct slub_rseq_abi *rs, pcpu_off_t off,
 }
 
 static __always_inline enum rseq_result
-rseq_array_pop(struct slub_rseq_abi *rs, pcpu_off_t ctl, pcpu_off_t v, void **load)
+rseq_array_pop(struct slub_rseq_abi *rs, pcpu_off_t ctl, void **load)
 {
+	void *obj;
+
 	RSEQ_RESTART_POINT(abort);
-	ARCH_RSEQ_ARRAY_POP(rs, pcpu_base + ctl, pcpu_base + v, load,
-			    PERCPU_UNIT_SHIFT, abort, stopped, fail);
+	ARCH_RSEQ_ARRAY_POP(rs, pcpu_base + ctl, obj, PERCPU_UNIT_SHIFT, abort,
+			    stopped, fail);
+	*load = obj;
 	return RSEQ_OK;
 stopped:
 	return RSEQ_STOPPED;
@@ -407,11 +415,11 @@ fail:
 }
 
 static __always_inline enum rseq_result
-rseq_array_push(struct slub_rseq_abi *rs, pcpu_off_t ctl, pcpu_off_t v, void *node)
+rseq_array_push(struct slub_rseq_abi *rs, pcpu_off_t ctl, void *node)
 {
 	RSEQ_RESTART_POINT(abort);
-	ARCH_RSEQ_ARRAY_PUSH(rs, pcpu_base + ctl, pcpu_base + v, node,
-			     PERCPU_UNIT_SHIFT, abort, stopped, fail, dup);
+	ARCH_RSEQ_ARRAY_PUSH(rs, pcpu_base + ctl, node, PERCPU_UNIT_SHIFT,
+			     abort, stopped, fail, dup);
 	return RSEQ_OK;
 stopped:
 	return RSEQ_STOPPED;
@@ -421,27 +429,75 @@ dup:
 	return RSEQ_DUP;
 }
 
-/* On the current CPU: pop the last object of the array at v. */
+/* On the current CPU: pop the last object of the array after ctl. */
 static __always_inline enum rseq_result
-this_cpu_array_pop(pcpu_off_t ctl, pcpu_off_t v, void **load)
+this_cpu_array_pop(pcpu_off_t ctl, void **load)
 {
 	struct slub_rseq_abi *rs;
 
-	RSEQ_GET_OR(rs, percpu_lock_array_pop(ctl, v, load));
-	return rseq_array_pop(rs, ctl, v, load);
+	RSEQ_GET_OR(rs, percpu_lock_array_pop(ctl, load));
+	return rseq_array_pop(rs, ctl, load);
 }
 
 /*
- * On the current CPU: append node to the array at v; RSEQ_FAIL if it is
- * full, RSEQ_DUP if node is its last object already.
+ * On the current CPU: append node to the array after ctl; RSEQ_FAIL if
+ * it is full, RSEQ_DUP if node is its last object already.
  */
 static __always_inline enum rseq_result
-this_cpu_array_push(pcpu_off_t ctl, pcpu_off_t v, void *node)
+this_cpu_array_push(pcpu_off_t ctl, void *node)
 {
 	struct slub_rseq_abi *rs;
 
-	RSEQ_GET_OR(rs, percpu_lock_array_push(ctl, v, node));
-	return rseq_array_push(rs, ctl, v, node);
+	RSEQ_GET_OR(rs, percpu_lock_array_push(ctl, node));
+	return rseq_array_push(rs, ctl, node);
+}
+
+enum rseq_result percpu_lock_array_pop_batch(pcpu_off_t ctl, void **buf,
+					     unsigned int max, unsigned int *count);
+enum rseq_result percpu_lock_array_push_batch(pcpu_off_t ctl, void **buf,
+					      unsigned int max, unsigned int *count);
+
+/*
+ * On the current CPU: move up to max objects off the top of the array
+ * into buf, in array order; *count says how many. RSEQ_FAIL if it is
+ * empty (or max is 0).
+ */
+static __always_inline enum rseq_result
+this_cpu_array_pop_batch(pcpu_off_t ctl, void **buf, unsigned int max,
+			 unsigned int *count)
+{
+	struct slub_rseq_abi *rs;
+
+	RSEQ_GET_OR(rs, percpu_lock_array_pop_batch(ctl, buf, max, count));
+	RSEQ_RESTART_POINT(abort);
+	ARCH_RSEQ_ARRAY_POP_BATCH(rs, pcpu_base + ctl, buf, max, count,
+				  PERCPU_UNIT_SHIFT, abort, stopped, fail);
+	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
+fail:
+	return RSEQ_FAIL;
+}
+
+/*
+ * On the current CPU: append buf[0..] to the array, as many of the max
+ * as fit; *count says how many. RSEQ_FAIL if none fits.
+ */
+static __always_inline enum rseq_result
+this_cpu_array_push_batch(pcpu_off_t ctl, void **buf, unsigned int max,
+			  unsigned int *count)
+{
+	struct slub_rseq_abi *rs;
+
+	RSEQ_GET_OR(rs, percpu_lock_array_push_batch(ctl, buf, max, count));
+	RSEQ_RESTART_POINT(abort);
+	ARCH_RSEQ_ARRAY_PUSH_BATCH(rs, pcpu_base + ctl, buf, max, count,
+				   PERCPU_UNIT_SHIFT, abort, stopped, fail);
+	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
+fail:
+	return RSEQ_FAIL;
 }
 
 /* Take every per-CPU lock in CPU order (fork), and give them back. */

@@ -6,11 +6,11 @@
  *
  * The fast paths (slub_internal.h) pop from and push to the CPU's sheaf
  * with one restartable sequence each. They fail over to here when the
- * sheaf is empty or full, or the CPU's sheaves are stopped. Here the
- * sheaf changes only under its CPU's lock with its fast paths stopped,
- * and for as short as possible: objects are taken from or given to the
- * slabs with the lock dropped, so a thread preempted in the slab paths
- * never holds up the other threads of its CPU.
+ * sheaf is empty or full, or the CPU's sheaves are stopped. The slow
+ * paths also move objects in and out of the CPU sheaf with restartable
+ * sequences (a batch at a time), so no thread of a CPU ever waits for
+ * another: a thread preempted anywhere here holds nothing. Only flushing
+ * and resizing, which touch other CPUs' sheaves, stop a CPU.
  *
  * Unlike the kernel, the CPU holds one sheaf, not a main and a spare: a
  * full sheaf goes to the barn whole (where another CPU's allocations find
@@ -31,32 +31,6 @@ static inline struct slub_percpu_sheaves *pcs_ptr(struct kmem_cache *s,
 static inline struct node_barn *get_barn(struct kmem_cache *s)
 {
 	return &get_node(s, 0)->barn;
-}
-
-/*
- * Lock this CPU's sheaves and stop their fast paths. Only a trylock: the
- * holder may be a thread of this CPU that was preempted inside its short
- * critical section, and with more threads than CPUs waiting for it would
- * stall every thread of the CPU for a time slice. Whoever fails goes
- * around the sheaves, to the slabs (the kernel's local_trylock() in
- * alloc_from_pcs(), for its own reasons).
- */
-static bool pcs_trylock_local(struct kmem_cache *s, unsigned int *cpu)
-{
-	for (;;) {
-		*cpu = raw_smp_processor_id();
-		if (!percpu_trylock(s->cpu_sheaves, *cpu))
-			return false;
-		if (percpu_stop_local(s->cpu_sheaves, *cpu))
-			return true;
-		/* Migrated between reading the CPU and locking it. */
-		percpu_unlock(s->cpu_sheaves, *cpu);
-	}
-}
-
-static inline void pcs_unlock(struct kmem_cache *s, unsigned int cpu)
-{
-	percpu_resume(s->cpu_sheaves, cpu);
 }
 
 /* ---- The barn ---------------------------------------------------------------- */
@@ -160,27 +134,20 @@ static unsigned int refill_from_slabs(struct kmem_cache *s, gfp_t gfp,
 
 /*
  * Give n objects to the sheaf of the CPU we run on now (which may not be
- * the one that found its sheaf empty); what does not fit goes back to the
- * slabs.
+ * the one that found its sheaf empty), in one sequence; what does not fit
+ * goes back to the slabs.
  */
 static void install_objects(struct kmem_cache *s, void **objs, unsigned int n)
 {
-	struct slub_percpu_sheaves *pcs;
-	unsigned int cpu, k;
+	unsigned int k = 0;
+	enum rseq_result r;
 
-	if (!pcs_trylock_local(s, &cpu)) {
-		stat(s, SHEAF_BUSY);
-		free_to_slabs(s, objs, n);
-		return;
+	r = this_cpu_array_push_batch(s->cpu_sheaves, objs, n, &k);
+	if (r != RSEQ_OK) {
+		if (r == RSEQ_STOPPED)
+			stat(s, SHEAF_BUSY);
+		k = 0;
 	}
-	pcs = pcs_ptr(s, cpu);
-	k = pcs->capacity > pcs->size ? pcs->capacity - pcs->size : 0;
-	if (k > n)
-		k = n;
-	memcpy(&pcs->objects[pcs->size], objs, k * sizeof(void *));
-	race_window();
-	WRITE_ONCE(pcs->size, pcs->size + k);
-	pcs_unlock(s, cpu);
 	if (k < n)
 		free_to_slabs(s, objs + k, n - k);
 }
@@ -188,115 +155,107 @@ static void install_objects(struct kmem_cache *s, void **objs, unsigned int n)
 /*
  * The CPU sheaf was empty or stopped: take a full sheaf from the barn, or
  * half a sheaf of objects from the slabs, and return one of them.
+ *
+ * No lock is taken and the CPU is never stopped: the objects move in and
+ * out of the CPU sheaf in one restartable sequence each, which a
+ * preemption aborts and this thread retries. A thread preempted here
+ * holds nothing the other threads of its CPU need.
  */
 void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 {
 	void *objs[SHEAF_MAX_CAPACITY];
-	struct slub_percpu_sheaves *pcs;
+	unsigned int cap = READ_ONCE(s->sheaf_capacity), n;
 	struct slab_sheaf *sheaf;
-	unsigned int cpu, cap, n;
+	enum rseq_result r;
 	void *object;
 
-	if (!pcs_trylock_local(s, &cpu)) {
-		stat(s, SHEAF_BUSY);
-		return slab_alloc_slab(s, gfp);
-	}
-	pcs = pcs_ptr(s, cpu);
-	cap = pcs->capacity;
-	if (pcs->size) {
-		/* Refilled while we waited for the lock. */
-		object = pcs->objects[pcs->size - 1];
-		race_window();
-		WRITE_ONCE(pcs->size, pcs->size - 1);
-		pcs_unlock(s, cpu);
+	/* Refilled meanwhile by another thread of the CPU, or migrated. */
+	r = this_cpu_array_pop(s->cpu_sheaves, &object);
+	if (r == RSEQ_OK) {
 		stat(s, ALLOC_PCS);
 		return object;
 	}
-	sheaf = cap ? barn_get_full(get_barn(s)) : NULL;
+	if (r == RSEQ_STOPPED || !cap) {
+		/* Being flushed or resized, or sheaves turned off. */
+		if (r == RSEQ_STOPPED)
+			stat(s, SHEAF_BUSY);
+		return slab_alloc_slab(s, gfp);
+	}
+	sheaf = barn_get_full(get_barn(s));
 	if (sheaf) {
-		n = sheaf->size < cap ? sheaf->size : cap;
-		object = sheaf->objects[n - 1];
-		memcpy(pcs->objects, sheaf->objects, (n - 1) * sizeof(void *));
-		WRITE_ONCE(pcs->size, n - 1);
-		pcs_unlock(s, cpu);
 		stat(s, BARN_GET);
 		stat(s, ALLOC_PCS);
-		/* More than fits only if the capacity shrank meanwhile. */
-		if (sheaf->size > n)
-			free_to_slabs(s, sheaf->objects + n, sheaf->size - n);
+		object = sheaf->objects[--sheaf->size];
+		race_window();
+		if (sheaf->size)
+			install_objects(s, sheaf->objects, sheaf->size);
 		barn_put_empty(get_barn(s), sheaf);
 		return object;
 	}
-	pcs_unlock(s, cpu);
-	if (!cap)
-		return slab_alloc_slab(s, gfp);	/* sheaves turned off */
 	stat(s, BARN_GET_FAIL);
 	n = refill_from_slabs(s, gfp, objs, cap / 2 ? cap / 2 : 1);
 	if (!n)
 		return NULL;
 	stat(s, ALLOC_PCS);
 	object = objs[--n];
+	race_window();
 	if (n)
 		install_objects(s, objs, n);
 	return object;
 }
 
 /*
- * The CPU sheaf was full or stopped: put object in it, and its previous
- * objects in the barn as a full sheaf, or back into their slabs when the
- * barn has enough.
+ * The CPU sheaf was full or stopped: move its objects into an empty sheaf
+ * from the barn (one sequence), put object in the CPU sheaf, and the full
+ * sheaf in the barn, or its objects back in their slabs when the barn has
+ * enough.
  */
 void free_to_pcs_slow(struct kmem_cache *s, void *object)
 {
-	void *objs[SHEAF_MAX_CAPACITY];
-	struct slub_percpu_sheaves *pcs;
-	struct slab_sheaf *sheaf;
-	unsigned int cpu, n;
+	unsigned int cap = READ_ONCE(s->sheaf_capacity), n = 0;
+	struct node_barn *barn = get_barn(s);
+	struct slab_sheaf *sheaf = NULL;
+	enum rseq_result r;
 
-	if (!pcs_trylock_local(s, &cpu)) {
-		stat(s, SHEAF_BUSY);
-		slab_free_slab(s, virt_to_slab(object), object);
-		return;
-	}
-	pcs = pcs_ptr(s, cpu);
-	n = pcs->size;
-	if (n && pcs->objects[n - 1] == object) {
-		pcs_unlock(s, cpu);
-		report_double_free(s, object);
-		return;
-	}
-	if (!pcs->capacity) {
-		pcs_unlock(s, cpu);
-		slab_free_slab(s, virt_to_slab(object), object);
-		return;
-	}
-	if (n < pcs->capacity) {
-		/* Room made while we waited for the lock. */
-		n = 0;
-	} else {
-		memcpy(objs, pcs->objects, n * sizeof(void *));
-		race_window();
-		pcs->size = 0;
-	}
-	pcs->objects[pcs->size] = object;
-	WRITE_ONCE(pcs->size, pcs->size + 1);
-	pcs_unlock(s, cpu);
-	stat(s, FREE_PCS);
-	if (!n)
-		return;
-
-	sheaf = barn_get_empty(get_barn(s));
-	if (sheaf) {
-		memcpy(sheaf->objects, objs, n * sizeof(void *));
-		sheaf->size = n;
-		if (barn_put_full(get_barn(s), sheaf)) {
-			stat(s, BARN_PUT);
-			return;
+	/* Room made meanwhile by another thread of the CPU, or migrated. */
+	r = this_cpu_array_push(s->cpu_sheaves, object);
+	if (r == RSEQ_FAIL && cap) {
+		sheaf = barn_get_empty(barn);
+		if (sheaf &&
+		    this_cpu_array_pop_batch(s->cpu_sheaves,
+					     sheaf->objects, (cap + 1) / 2,
+					     &n) == RSEQ_OK) {
+			race_window();
+			/* The full sheaf's push skipped the double-free check. */
+			if (sheaf->objects[n - 1] == object)
+				r = RSEQ_DUP;
+			else
+				r = this_cpu_array_push(s->cpu_sheaves, object);
+		} else {
+			n = 0;
 		}
-		barn_put_empty(get_barn(s), sheaf);
 	}
-	stat(s, BARN_PUT_FAIL);
-	free_to_slabs(s, objs, n);
+	if (r == RSEQ_OK) {
+		stat(s, FREE_PCS);
+	} else if (r == RSEQ_DUP) {
+		report_double_free(s, object);
+	} else {
+		if (r == RSEQ_STOPPED)
+			stat(s, SHEAF_BUSY);
+		slab_free_slab(s, virt_to_slab(object), object);
+	}
+	if (!sheaf)
+		return;
+	sheaf->size = n;
+	if (n && barn_put_full(barn, sheaf)) {
+		stat(s, BARN_PUT);
+		return;
+	}
+	if (n) {
+		stat(s, BARN_PUT_FAIL);
+		free_to_slabs(s, sheaf->objects, n);
+	}
+	barn_put_empty(barn, sheaf);
 }
 
 /* ---- Flushing and resizing ---------------------------------------------------------- */

@@ -179,10 +179,12 @@ struct kmem_cache_cpu {
 
 struct slub_percpu_sheaves {
 	struct percpu_ctl ctl;
-	uint32_t size;			/* struct percpu_array main */
+	uint32_t size;			/* struct percpu_array, right after ctl */
 	uint32_t capacity;
 	void *objects[SHEAF_MAX_CAPACITY];
 };
+_Static_assert(offsetof(struct slub_percpu_sheaves, size) ==
+	       PERCPU_ARRAY(0) - 0, "the sheaf is a percpu_array after its ctl");
 
 /* A sheaf off the CPUs: in a barn, full, or empty for reuse. */
 struct slab_sheaf {
@@ -231,6 +233,20 @@ static inline unsigned int oo_objects(struct kmem_cache_order_objects x)
 	return x.x & OO_MASK;
 }
 
+/*
+ * Is a freed pointer the start of an object? Every slab is a buddy block,
+ * aligned to its size, so while all slabs of a cache have one order the
+ * offset is p & mask (mask 0: mixed orders, ask struct page), and with
+ * size = odd << shift, the offset is a multiple of size iff its low bits
+ * are 0 and (off >> shift) * inv, mod 2^32, is at most limit (the odd
+ * divisor's inverse); end is the last object's end, >> shift.
+ */
+struct object_check {
+	uint32_t mask;
+	uint32_t inv, limit, end;
+	uint8_t shift;
+};
+
 struct kmem_cache {
 	pcpu_off_t cpu_slab;		/* struct kmem_cache_cpu */
 	pcpu_off_t cpu_stats;		/* unsigned long[NR_SLUB_STAT_ITEMS] */
@@ -248,16 +264,7 @@ struct kmem_cache {
 	struct kmem_cache_order_objects min;	/* fallback */
 	unsigned int align;
 	unsigned int inuse;		/* offset to metadata */
-	/*
-	 * Is a freed pointer the start of an object? Every slab is a buddy
-	 * block, aligned to its size, so while all slabs have one order the
-	 * offset is p & check_mask (0: mixed orders, ask struct page), and
-	 * with size = odd << check_shift, the offset is a multiple of size
-	 * iff its low bits are 0 and (off >> check_shift) * check_inv, mod
-	 * 2^32, is at most check_limit (the odd divisor's inverse).
-	 */
-	unsigned long check_mask;
-	unsigned int check_shift, check_inv, check_limit, check_end;
+	struct object_check check;	/* is a freed pointer an object? */
 	unsigned int red_left_pad;	/* debug: left red zone before each object */
 	unsigned long errors;		/* debug reports counted, atomic (slub_debug.c) */
 	void (*ctor)(void *);
@@ -280,6 +287,22 @@ struct kmem_cache {
 #define MAX_MAP_IDS	256
 extern uint8_t *slab_cache_map;
 extern struct kmem_cache *slab_cache_ids[MAX_MAP_IDS];
+/* The arena's size in bytes while slab_cache_map is there; else 0. */
+extern uintptr_t slab_map_limit;
+
+/*
+ * What the drop-in's free needs of a cache, by map id, in one 32-byte
+ * entry: one load after the map byte, not a pointer and then the cache.
+ * A copy of the cache's own fields, kept by slab_fast_update(); an id
+ * without a cache (0 among them) has check.mask 0, which fails every
+ * object check, so a free never goes further on it.
+ */
+struct slab_fast {
+	struct object_check check;
+	uint32_t sheaf;			/* the cache's cpu_sheaves */
+	struct kmem_cache *cache;
+} __aligned(32);
+extern struct slab_fast slab_fast[MAX_MAP_IDS];
 
 extern struct list_head slab_caches;
 extern struct slub_lock slab_mutex;

@@ -25,7 +25,28 @@ static struct kmem_cache kmem_cache_boot;
 static struct kmem_cache *kmem_cache;
 
 uint8_t *slab_cache_map;
+uintptr_t slab_map_limit;
 struct kmem_cache *slab_cache_ids[MAX_MAP_IDS];
+struct slab_fast slab_fast[MAX_MAP_IDS];
+
+/*
+ * Copy s's object check and CPU sheaf to the entry of its new map id. The
+ * entry is unused (mask 0 since its last cache was destroyed), and the
+ * mask goes last: a free that reads a mask finds the constants that go
+ * with it.
+ */
+static void slab_fast_update(struct kmem_cache *s)
+{
+	struct slab_fast *f = &slab_fast[s->map_id];
+
+	f->check.inv = s->check.inv;
+	f->check.limit = s->check.limit;
+	f->check.end = s->check.end;
+	f->check.shift = s->check.shift;
+	f->sheaf = (uint32_t)s->cpu_sheaves;
+	f->cache = s;
+	__atomic_store_n(&f->check.mask, s->check.mask, __ATOMIC_RELEASE);
+}
 
 /* A map id for a new cache (slab_mutex held); 0 when all are taken. */
 static void assign_map_id(struct kmem_cache *s)
@@ -36,10 +57,22 @@ static void assign_map_id(struct kmem_cache *s)
 	for (unsigned int id = 1; id < MAX_MAP_IDS; id++) {
 		if (!slab_cache_ids[id]) {
 			s->map_id = id;
+			slab_fast_update(s);
 			WRITE_ONCE(slab_cache_ids[id], s);
 			return;
 		}
 	}
+}
+
+/*
+ * Slabs of two orders from now on (an order fallback, or a new order):
+ * object_start_fast() can no longer tell, and object_start() decides.
+ */
+void object_check_off(struct kmem_cache *s)
+{
+	WRITE_ONCE(s->check.mask, 0);
+	if (s->map_id)
+		WRITE_ONCE(slab_fast[s->map_id].check.mask, 0);
 }
 
 /* ---- Sizing ------------------------------------------------------------------ */
@@ -200,21 +233,26 @@ int calculate_sizes(struct kmem_cache *s, int forced_order)
 /* The constants of object_start_fast() for s's order (see slab.h). */
 void set_object_check(struct kmem_cache *s)
 {
-	unsigned int order = oo_order(s->oo), odd = s->size, shift = 0, inv = odd;
+	unsigned int order = oo_order(s->oo), odd = s->size, shift = 0, inv;
 
 	while (!(odd & 1)) {
 		odd >>= 1;
 		shift++;
 	}
-	/* Newton's iteration: each step doubles the correct low bits. */
+	/*
+	 * Newton's iteration: each step doubles the correct low bits. It
+	 * starts from odd itself, its own inverse mod 8 (3 bits: 3, 6, 12,
+	 * 24, 48 after five steps); an even start would never converge.
+	 */
+	inv = odd;
 	for (int i = 0; i < 5; i++)
 		inv *= 2 - odd * inv;
-	s->check_shift = shift;
-	s->check_inv = inv;
-	s->check_limit = UINT32_MAX / odd;
-	s->check_end = oo_objects(s->oo) * odd;
+	s->check.shift = (uint8_t)shift;
+	s->check.inv = inv;
+	s->check.limit = UINT32_MAX / odd;
+	s->check.end = oo_objects(s->oo) * odd;
 	/* Debug caches: objects after a red zone, and checks of their own. */
-	WRITE_ONCE(s->check_mask, kmem_cache_debug(s) ? 0 : (PAGE_SIZE << order) - 1);
+	WRITE_ONCE(s->check.mask, kmem_cache_debug(s) ? 0 : (uint32_t)(PAGE_SIZE << order) - 1);
 }
 
 /* The kernel's set_cpu_partial(): how much to keep on CPU partial lists. */
@@ -495,8 +533,11 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	list_del(&s->list);
 	slab_sysfs_remove(s);
 	free_percpu_state(s);
-	if (s->map_id)
+	if (s->map_id) {
+		WRITE_ONCE(slab_fast[s->map_id].check.mask, 0);
+		WRITE_ONCE(slab_fast[s->map_id].cache, NULL);
 		WRITE_ONCE(slab_cache_ids[s->map_id], NULL);
+	}
 	slub_unlock(&slab_mutex);
 	kmem_cache_free(kmem_cache, s);
 }
@@ -581,8 +622,13 @@ static unsigned int env_uint(const char *name, unsigned int def, unsigned int ma
 }
 
 /* slub_min_order=, slub_max_order=, slub_min_objects= from the environment. */
+/* libslub keeps the kernel's kmalloc classes; the drop-in overrides this. */
+__attribute__((weak)) int slub_kmalloc_fine_default = 0;
+
 static void slab_read_params(void)
 {
+	const char *classes;
+
 	slub_params.max_order = env_uint("SLUB_MAX_ORDER", slub_policy.max_order,
 					 MAX_PAGE_ORDER);
 	slub_params.min_order = env_uint("SLUB_MIN_ORDER", 0, MAX_PAGE_ORDER);
@@ -591,6 +637,16 @@ static void slab_read_params(void)
 	slub_params.min_objects = env_uint("SLUB_MIN_OBJECTS", slub_policy.min_objects,
 					   MAX_OBJS_PER_PAGE);
 	slub_params.nr_cpus = env_uint("SLUB_NR_CPUS", 0, 1U << 16);
+	slub_params.kmalloc_fine = slub_kmalloc_fine_default ? 1 : 0;
+	classes = getenv("SLUB_KMALLOC_CLASSES");
+	if (classes && !strcmp(classes, "fine"))
+		slub_params.kmalloc_fine = 1;
+	else if (classes && !strcmp(classes, "kernel"))
+		slub_params.kmalloc_fine = 0;
+	else if (classes && *classes)
+		slub_pr_err("SLUB_KMALLOC_CLASSES=%s: not kernel or fine; "
+			     "using %s\n", classes,
+			     slub_params.kmalloc_fine ? "fine" : "kernel");
 	slub_debug_setup(getenv("SLUB_DEBUG"));
 }
 
@@ -606,6 +662,8 @@ int slab_init(void)
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (slab_cache_map == MAP_FAILED)
 		slab_cache_map = NULL;	/* free() goes through struct page */
+	else
+		slab_map_limit = zone.nr_pages << PAGE_SHIFT;
 	slub_lock(&slab_mutex);
 	err = __kmem_cache_create(&kmem_cache_boot, &kmem_cache_boot_node,
 				  "kmem_cache", sizeof(struct kmem_cache_with_node),

@@ -118,7 +118,7 @@ struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp)
 		if (addr) {
 			stat(s, ORDER_FALLBACK);
 			/* Slabs of two orders: object_start_fast() cannot tell. */
-			WRITE_ONCE(s->check_mask, 0);
+			object_check_off(s);
 		}
 	}
 	if (unlikely(!addr))

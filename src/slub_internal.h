@@ -134,7 +134,6 @@ void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist);
 void flush_cpu_slab(struct kmem_cache *s, unsigned int cpu);
 void flush_all(struct kmem_cache *s);
 
-#define CPU_SHEAF(s)	((s)->cpu_sheaves + offsetof(struct slub_percpu_sheaves, size))
 
 /*
  * Allocation from the slabs: pop the CPU freelist, one restartable
@@ -177,27 +176,29 @@ static __always_inline void slab_free_slab(struct kmem_cache *s,
 }
 
 void set_object_check(struct kmem_cache *s);
+void object_check_off(struct kmem_cache *s);
 bool object_start(struct kmem_cache *s, struct slab *slab, const void *obj);
 void report_invalid_pointer(struct kmem_cache *s, const void *obj,
 			    const void *caller);
 
 /*
- * Is obj, in a slab of s, the start of an object? A multiply and a few
- * compares (slab.h has the arithmetic); false also when it cannot tell,
- * and then object_start() decides. A free must never put an address
- * inside an object on a freelist or in a sheaf: it would be handed out
- * overlapping another object.
+ * Is obj, in a slab of the cache c belongs to, the start of an object? A
+ * multiply and a few compares (slab.h has the arithmetic); false also
+ * when it cannot tell, and then object_start() decides. A free must never
+ * put an address inside an object on a freelist or in a sheaf: it would
+ * be handed out overlapping another object.
  */
-static __always_inline bool object_start_fast(const struct kmem_cache *s,
+static __always_inline bool object_start_fast(const struct object_check *c,
 					      const void *obj)
 {
-	unsigned long mask = READ_ONCE(s->check_mask);
-	unsigned long off = (uintptr_t)obj & mask;
+	/* Acquire: the constants were written before the mask (slab_common.c). */
+	uint32_t mask = __atomic_load_n(&c->mask, __ATOMIC_ACQUIRE);
+	uint32_t off = (uint32_t)(uintptr_t)obj & mask;
 
-	if (unlikely(!mask) || unlikely(off & ((1UL << s->check_shift) - 1)))
+	if (unlikely(!mask) || unlikely(off & ((1U << c->shift) - 1)))
 		return false;
-	off >>= s->check_shift;
-	return (uint32_t)off * s->check_inv <= s->check_limit && off < s->check_end;
+	off >>= c->shift;
+	return off * c->inv <= c->limit && off < c->end;
 }
 
 /* Sheaves (sheaf.c). */
@@ -231,25 +232,26 @@ static __always_inline void rseq_stat(struct slub_rseq_abi *rs,
  * look at the sheaf_capacity hint: a CPU whose capacity is 0 fails the
  * sequence, and caches without sheaves are not the drop-in's concern.
  */
-static __always_inline bool sheaf_alloc_fast(struct kmem_cache *s, void **object)
+static __always_inline bool sheaf_alloc_fast(pcpu_off_t sheaf, void **object)
 {
 	struct slub_rseq_abi *rs = rseq_fast();
 
 	if (unlikely(!rs) ||
-	    unlikely(rseq_array_pop(rs, s->cpu_sheaves, CPU_SHEAF(s), object) != RSEQ_OK))
+	    unlikely(rseq_array_pop(rs, sheaf, object) != RSEQ_OK))
 		return false;
-	rseq_stat(rs, s, ALLOC_PCS);
-	return true;
+	return true;	/* the caller counts ALLOC_PCS: it knows the cache */
 }
 
-static __always_inline bool sheaf_free_fast(struct kmem_cache *s, void *object)
+/* The same by the cache's map id entry (slab_fast[], for free()). */
+static __always_inline bool sheaf_free_fast(const struct slab_fast *f, void *object)
 {
 	struct slub_rseq_abi *rs = rseq_fast();
+	pcpu_off_t sheaf = f->sheaf;
 
-	if (unlikely(!rs) || unlikely(!object_start_fast(s, object)) ||
-	    unlikely(rseq_array_push(rs, s->cpu_sheaves, CPU_SHEAF(s), object) != RSEQ_OK))
+	if (unlikely(!rs) || unlikely(!object_start_fast(&f->check, object)) ||
+	    unlikely(rseq_array_push(rs, sheaf, object) != RSEQ_OK))
 		return false;
-	rseq_stat(rs, s, FREE_PCS);
+	rseq_stat(rs, f->cache, FREE_PCS);
 	return true;
 }
 
@@ -267,8 +269,7 @@ static __always_inline void *slab_alloc_node(struct kmem_cache *s, gfp_t gfp,
 	void *object;
 
 	if (likely(READ_ONCE(s->sheaf_capacity))) {
-		if (likely(this_cpu_array_pop(s->cpu_sheaves, CPU_SHEAF(s),
-					      &object) == RSEQ_OK))
+		if (likely(this_cpu_array_pop(s->cpu_sheaves, &object) == RSEQ_OK))
 			stat(s, ALLOC_PCS);
 		else
 			object = alloc_from_pcs_slow(s, gfp);
@@ -300,7 +301,7 @@ static __always_inline void slab_free(struct kmem_cache *s, struct slab *slab,
 	enum rseq_result r;
 
 	/* Debug caches check on their own path, in their own words. */
-	if (unlikely(!object_start_fast(s, object)) && !kmem_cache_debug(s) &&
+	if (unlikely(!object_start_fast(&s->check, object)) && !kmem_cache_debug(s) &&
 	    !object_start(s, slab, object)) {
 		report_invalid_pointer(s, object, (const void *)addr);
 		return;
@@ -312,7 +313,7 @@ static __always_inline void slab_free(struct kmem_cache *s, struct slab *slab,
 			slab_free_slab(s, slab, object);
 		return;
 	}
-	r = this_cpu_array_push(s->cpu_sheaves, CPU_SHEAF(s), object);
+	r = this_cpu_array_push(s->cpu_sheaves, object);
 	if (likely(r == RSEQ_OK))
 		stat(s, FREE_PCS);
 	else if (unlikely(r == RSEQ_DUP))
@@ -341,35 +342,35 @@ static inline struct slab *virt_to_slab(const void *addr)
 }
 
 /*
- * The cache of an object, from slab_cache_map: NULL if the address is not
- * in a slab of a cache with a map id (then ask virt_to_slab()). For frees,
- * of objects the caller owns: their slab cannot go away meanwhile.
+ * The fast entry of an object's cache, from slab_cache_map: entry 0 (whose
+ * check fails) if the address is not in a slab of a cache with a map id;
+ * then ask virt_to_slab(). For frees, of objects the caller owns: their
+ * slab cannot go away meanwhile.
  */
-static __always_inline struct kmem_cache *virt_to_cache_fast(const void *addr)
+static __always_inline const struct slab_fast *virt_to_fast(const void *addr)
 {
 	uintptr_t off = (uintptr_t)((const char *)addr - zone.arena);
 
-	if (unlikely(off >= zone.nr_pages << PAGE_SHIFT) || unlikely(!slab_cache_map))
-		return NULL;
-	return slab_cache_ids[slab_cache_map[off >> PAGE_SHIFT]];
+	if (unlikely(off >= slab_map_limit))
+		return &slab_fast[0];
+	return &slab_fast[slab_cache_map[off >> PAGE_SHIFT]];
 }
 
-/* kmalloc's caches: index i holds kmalloc-2^i, 1 and 2 kmalloc-96 and -192. */
-extern struct kmem_cache *kmalloc_caches[KMALLOC_SHIFT_HIGH + 1];
-/* Sizes up to 192, in steps of 8, to their cache index. */
-extern const uint8_t kmalloc_size_index[24];
-
-static inline unsigned int kmalloc_index(size_t size)
-{
-	if (size <= 192)
-		return kmalloc_size_index[(size - 1) / 8];
-	return 64 - (unsigned int)__builtin_clzl(size - 1);
-}
+/* kmalloc's caches, smallest first (kmalloc.c has the two sets). */
+#define KMALLOC_MAX_CLASSES	40
+extern struct kmem_cache *kmalloc_caches[KMALLOC_MAX_CLASSES];
+/* Sizes 0 ... KMALLOC_MAX_CACHE_SIZE, by (size + 7) / 8, to their class. */
+extern uint8_t kmalloc_class[KMALLOC_MAX_CACHE_SIZE / 8 + 1];
+/*
+ * The CPU sheaf of the class of max(size, 16), by (size + 15) / 16: one
+ * load from the request size to the sheaf, for the drop-in's malloc.
+ */
+extern uint32_t kmalloc_sheaf16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
 
 /* 1 <= size <= KMALLOC_MAX_CACHE_SIZE, slab layer up. */
 static inline struct kmem_cache *kmalloc_slab(size_t size)
 {
-	return kmalloc_caches[kmalloc_index(size)];
+	return kmalloc_caches[kmalloc_class[(size + 7) >> 3]];
 }
 
 /* kmalloc of size bytes from the cache s (slub_kunit's __kmalloc_cache). */
@@ -387,7 +388,11 @@ struct slub_boot_params {
 	unsigned int max_order;		/* SLUB_MAX_ORDER, slub_max_order */
 	unsigned int min_objects;	/* SLUB_MIN_OBJECTS, slub_min_objects */
 	unsigned int nr_cpus;		/* SLUB_NR_CPUS: size as if N CPUs */
+	unsigned int kmalloc_fine;	/* SLUB_KMALLOC_CLASSES: 0 kernel, 1 fine */
 };
+
+/* The kmalloc classes when SLUB_KMALLOC_CLASSES does not say: the kernel's. */
+extern int slub_kmalloc_fine_default;
 
 extern struct slub_boot_params slub_params;
 

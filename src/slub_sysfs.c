@@ -47,6 +47,9 @@ static void policy_show(struct seq_buf *sb, void *obj, long arg)
 	case 10:
 		seq_printf(sb, "%d\n", READ_ONCE(slub_stats_on));
 		break;
+	case 11:
+		seq_printf(sb, "%s\n", slub_params.kmalloc_fine ? "fine" : "kernel");
+		break;
 	}
 }
 
@@ -75,6 +78,7 @@ static const struct slub_attr policy_attrs[] = {
 	{ "min_order", policy_show, NULL, 8 },
 	{ "sheaves", policy_show, NULL, 9 },
 	{ "stats", policy_show, stats_store, 10 },
+	{ "kmalloc_classes", policy_show, NULL, 11 },
 	{ "presets", presets_show, NULL, 0 },
 };
 
@@ -149,7 +153,7 @@ static int order_store(void *obj, long arg, const char *val)
 	ratio = thrash_ratio(s);
 	old_objects = oo_objects(s->oo);
 	if (oo_order(tmp.oo) != oo_order(s->oo))
-		WRITE_ONCE(s->check_mask, 0);	/* slabs of two orders now */
+		object_check_off(s);	/* slabs of two orders now */
 	WRITE_ONCE(s->oo.x, tmp.oo.x);
 	set_cpu_partial(s, READ_ONCE(s->cpu_partial));
 	/* Same objects per slab: recomputing would only round down again. */

@@ -15,6 +15,9 @@ passed=0
 failed=0
 
 case $lib in /*) ;; *) lib=$(pwd)/$lib ;; esac
+# The reports below name kmalloc-64 and kmalloc-128: the kernel's classes.
+SLUB_KMALLOC_CLASSES=kernel
+export SLUB_KMALLOC_CLASSES
 
 # run NAME DEBUG ARG: malloc_buggy ARG preloaded, SLUB_DEBUG=DEBUG (unset
 # if empty); output in $tmp/NAME.out and .err, exit status in $tmp/NAME.rc.

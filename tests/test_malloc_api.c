@@ -152,6 +152,15 @@ static void do_free(void *arg)
 
 /* ---- This program's malloc is libslub's ----------------------------------- */
 
+/* The drop-in rounds to the fine kmalloc classes unless told otherwise. */
+static bool fine_classes(void)
+{
+	char buf[32];
+
+	CHECK(slub_sysfs_read("policy/kmalloc_classes", buf, sizeof(buf)) > 0);
+	return !strcmp(buf, "fine\n");
+}
+
 static void test_interposed(void)
 {
 	void *sym = dlsym(RTLD_DEFAULT, "malloc");
@@ -164,8 +173,10 @@ static void test_interposed(void)
 	CHECK(info.dli_fbase == self.dli_fbase);
 	/* A kmalloc object: ksize() knows it (0 for anything else). */
 	p = malloc(hide_size(100));
-	CHECK_EQ(ksize(p), 128);
+	CHECK_EQ(ksize(p), fine_classes() ? 112 : 128);
 	free(p);
+	CHECK_EQ(fine_classes(), !getenv("SLUB_KMALLOC_CLASSES") ||
+				 strcmp(getenv("SLUB_KMALLOC_CLASSES"), "kernel"));
 	/* libc's own allocations come here too. */
 	s = strdup("libslub");
 	CHECK_EQ(ksize(s), 16);
@@ -361,7 +372,8 @@ static void test_realloc_shrink(void)
 	q = realloc(p, hide_size(40));
 	CHECK(q != NULL);
 	CHECK_EQ(check_fill(q, 40, 5), 40);
-	CHECK_EQ(ksize(q), 64);		/* now a kmalloc-64 object */
+	/* now a kmalloc-48 (or -64) object */
+	CHECK_EQ(ksize(q), fine_classes() ? 48 : 64);
 	CHECK(!mapped((void *)old, PAGE));
 	/* A slab object shrunk to less than half moves to a smaller cache. */
 	q = realloc(q, hide_size(8));
@@ -402,7 +414,7 @@ static void test_enomem(void)
 	CHECK(realloc(p, huge) == NULL);
 	CHECK_EQ(errno, ENOMEM);
 	CHECK_EQ(check_fill(p, 300, 9), 300);
-	CHECK(ksize(p) == 512);
+	CHECK(ksize(p) == (fine_classes() ? 320 : 512));
 	free(p);
 	p = malloc(hide_size(7 * MiB));	/* huge: the mremap path */
 	fill(p, 4096, 10);
@@ -810,19 +822,19 @@ static void test_free_counted(void)
 	if (!getenv("SLUB_STATS")) {
 		CHECK_EQ(sysfs_num("policy/stats"), 0);
 		a = cache_allocs("kmalloc-1k");
-		free(malloc(hide_size(700)));
+		free(malloc(hide_size(1000)));
 		CHECK_EQ(cache_allocs("kmalloc-1k"), a);
 		CHECK_EQ(sysfs_set("policy/stats", "1"), 0);
 	}
 	a = cache_allocs("kmalloc-1k");
 	f = cache_frees("kmalloc-1k");
 	for (int i = 0; i < 100; i++)
-		p[i] = malloc(hide_size(600 + (size_t)i));
+		p[i] = malloc(hide_size(900 + (size_t)i));	/* kmalloc-1k */
 	for (int i = 0; i < 100; i++) {
 		if (i % 3 == 0)
 			free(p[i]);
 		else if (i % 3 == 1)
-			free_sized(p[i], 600 + (size_t)i);
+			free_sized(p[i], 900 + (size_t)i);
 		else
 			CHECK(realloc(p[i], hide_size(0)) == NULL);
 	}
@@ -1014,17 +1026,18 @@ static void bad_frees(void)
 
 	/* Inside a slab object: reported, not freed, never handed out. */
 	{
-		unsigned char *obj = malloc(hide_size(100)), *q[64];
+		/* 120 bytes: kmalloc-128 with either set of classes. */
+		unsigned char *obj = malloc(hide_size(120)), *q[64];
 
-		memset(obj, 0x5a, 100);
+		memset(obj, 0x5a, 120);
 		a.p = obj + 16;
 		capture_stderr(do_free, &a, out, sizeof(out));
 		/* slub_debug says it in its own words, after the same header. */
 		CHECK(strstr(out, getenv("SLUB_DEBUG") ? "BUG kmalloc-128" :
 			      "BUG kmalloc-128: Invalid object pointer") != NULL);
-		CHECK(all_bytes(obj, 100, 0x5a));
+		CHECK(all_bytes(obj, 120, 0x5a));
 		for (int i = 0; i < 64; i++) {
-			q[i] = malloc(hide_size(100));
+			q[i] = malloc(hide_size(120));
 			CHECK(q[i] != obj + 16);
 		}
 		for (int i = 0; i < 64; i++)

@@ -71,7 +71,7 @@ static bool aligned(const void *p, size_t a)
 static void test_new_is_slub()
 {
 	long long a = allocs("kmalloc-256"), f = frees("kmalloc-256");
-	char *p = hide(new char[200]);
+	char *p = hide(new char[240]);	/* kmalloc-256 in either class set */
 	int *q;
 
 	if (counted)
@@ -88,7 +88,7 @@ static void test_new_is_slub()
 }
 
 struct sized {
-	char payload[136];
+	char payload[184];	/* kmalloc-192 in either class set */
 };
 
 /* Sized delete (C++14): the size given back is a hint free() can ignore. */

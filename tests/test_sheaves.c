@@ -149,7 +149,11 @@ static void test_lifo(void)
 	done_cache(s);
 }
 
-/* A full sheaf goes to the barn whole and comes back whole. */
+/*
+ * A full sheaf gives its top half to the barn, and an empty one takes a
+ * barn sheaf whole: either way the CPU sheaf restarts half full, not at
+ * the end it just hit, where the next operation would bounce it back.
+ */
 static void test_barn_put_get(void)
 {
 	const char *name = "t-sh-barn";
@@ -163,31 +167,41 @@ static void test_barn_put_get(void)
 		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
 	CHECK_STAT(st(name, "sheaf_refill"), 12);
 	check_sheaves(name, 3, 0);
-	/* 5 fill it; the 6th moves those 8 to the barn and stays. */
+	/*
+	 * 5 fill it; the 6th moves the top 4 (objs[1..4]) to the barn and
+	 * stays, and the last 3 fill it again.
+	 */
 	for (int i = 0; i < 9; i++)
 		kmem_cache_free(s, objs[i]);
 	CHECK_STAT(st(name, "barn_put"), 1);
-	check_sheaves(name, 4 + 8, 1);
-	/* 4 pops, then the barn's sheaf: its last object is objs[4]. */
-	for (int i = 0; i < 4; i++)
+	CHECK_STAT(st(name, "free_cpu_sheaf"), 9);
+	check_sheaves(name, 8 + 4, 1);
+	/* 8 pops empty the sheaf; the 9th takes the barn's: objs[4] on top. */
+	for (int i = 0; i < 8; i++)
 		again[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(again[0] == objs[8] && again[3] == objs[5] && again[4] == objs[0]);
 	q = kmem_cache_alloc(s, GFP_KERNEL);
 	CHECK(q == objs[4]);
 	CHECK_STAT(st(name, "barn_get"), 1);
 	CHECK_STAT(st(name, "sheaf_refill"), 12);
-	check_sheaves(name, 7, 0);
-	for (int i = 0; i < 4; i++)
+	check_sheaves(name, 3, 0);
+	/* The rest of the barn's sheaf, LIFO. */
+	for (int i = 3; i >= 1; i--) {
+		again[8 + 3 - i] = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(again[8 + 3 - i] == objs[i]);
+	}
+	for (int i = 0; i < 11; i++)
 		kmem_cache_free(s, again[i]);
 	kmem_cache_free(s, q);
 	done_cache(s);
 }
 
-/* With the barn full, a full sheaf goes back to its slabs. */
+/* With the barn full, the half a full sheaf gives up goes back to its slabs. */
 static void test_barn_full(void)
 {
 	const char *name = "t-sh-full";
 	struct kmem_cache *s = fresh_cache(name, 64, 4);
-	const int n = 4 * (MAX_FULL + 1) + 1;
+	const int puts = MAX_FULL + 3, n = 4 + 2 * (puts - 1) + 1;
 
 	if (!s)
 		return;
@@ -197,14 +211,17 @@ static void test_barn_full(void)
 	CHECK_EQ(slab_set(name, "sheaf_capacity", "4"), 0);
 	CHECK_EQ(slab_clear_stats(name), 0);
 	check_sheaves(name, 0, 0);
-	/* Frees 5, 9, ..., 4k+1 find the sheaf full: the 11th finds the barn full. */
+	/*
+	 * 4 frees fill the sheaf; from then on every second free finds it
+	 * full and gives 2 away: to the barn 10 times, then to the slabs.
+	 */
 	for (int i = 0; i < n; i++)
 		kmem_cache_free(s, objs[i]);
 	CHECK_STAT(st(name, "barn_put"), MAX_FULL);
-	CHECK_STAT(st(name, "barn_put_fail"), 1);
-	CHECK_STAT(st(name, "sheaf_flush"), 4);
+	CHECK_STAT(st(name, "barn_put_fail"), puts - MAX_FULL);
+	CHECK_STAT(st(name, "sheaf_flush"), 2 * (puts - MAX_FULL));
 	CHECK_STAT(st(name, "free_cpu_sheaf"), n);
-	check_sheaves(name, 4 * MAX_FULL + 1, MAX_FULL);
+	check_sheaves(name, 3 + 2 * MAX_FULL, MAX_FULL);
 	done_cache(s);
 }
 
@@ -343,6 +360,70 @@ static void test_invalid_pointer(void)
 }
 
 /*
+ * object_start_fast() says yes to every object of a slab and no to every
+ * other address in it, for object sizes with odd factors 1, 3, 5, 7 and
+ * larger: a wrong modular inverse once sent every free of a kmalloc-96
+ * or kmalloc-640 object to the slow path.
+ */
+static void test_object_check(void)
+{
+	static const unsigned int sizes[] = {
+		16, 24, 40, 96, 112, 200, 640, 896, 1280, 1792, 3000, 7168,
+	};
+
+	for (unsigned int i = 0; i < ARRAY_SIZE(sizes); i++) {
+		char name[32];
+		struct kmem_cache *s;
+		struct slab *slab;
+		unsigned int nr;
+		char *base;
+		void *o;
+
+		snprintf(name, sizeof(name), "t-sh-oc%u", sizes[i]);
+		s = kmem_cache_create(name, sizes[i], 0, 0, NULL);
+		CHECK(s != NULL);
+		if (!s)
+			continue;
+		o = kmem_cache_alloc(s, GFP_KERNEL);
+		slab = virt_to_slab(o);
+		base = page_address((struct page *)slab);
+		nr = oo_objects(s->oo);
+		CHECK(s->check.mask != 0);
+		for (unsigned int k = 0; k < nr; k++) {
+			char *obj = base + (size_t)k * s->size;
+
+			if (!object_start_fast(&s->check, obj))
+				fprintf(stderr, "%s: object %u not accepted\n", name, k);
+			CHECK(object_start_fast(&s->check, obj));
+			CHECK(!object_start_fast(&s->check, obj + 8));
+			CHECK(!object_start_fast(&s->check, obj + s->size - 8));
+		}
+		/* Past the last object: the slab's tail, if it has one. */
+		if ((size_t)nr * s->size < (PAGE_SIZE << oo_order(s->oo)))
+			CHECK(!object_start_fast(&s->check, base + (size_t)nr * s->size));
+		/* The drop-in's copy agrees. */
+		if (s->map_id)
+			CHECK(object_start_fast(&slab_fast[s->map_id].check, o));
+		kmem_cache_free(s, o);
+		kmem_cache_destroy(s);
+	}
+}
+
+/* The cache free() finds for p through slab_cache_map; NULL if none. */
+static struct kmem_cache *map_cache(const void *p)
+{
+	const struct slab_fast *f = virt_to_fast(p);
+
+	/* An entry with a cache is a copy of the cache's own fields. */
+	if (f->cache && f->check.mask) {
+		CHECK_EQ(f->sheaf, f->cache->cpu_sheaves);
+		CHECK_EQ(f->check.mask, f->cache->check.mask);
+		CHECK_EQ(f->check.end, f->cache->check.end);
+	}
+	return f == &slab_fast[0] ? NULL : f->cache;
+}
+
+/*
  * slab_cache_map, the drop-in free's lookup: every slab page of a cache
  * with a map id names it; ids run out at 255 caches (those caches fall
  * back on struct page) and come back when a cache is destroyed.
@@ -364,33 +445,33 @@ static void test_cache_map(void)
 		CHECK(o[i] != NULL);
 		if (!o[i])
 			continue;
-		if (virt_to_cache_fast(o[i]) == c[i]) {
+		if (map_cache(o[i]) == c[i]) {
 			with_id++;
 			/* Every page of the slab, head and tails. */
 			struct slab *slab = virt_to_slab(o[i]);
 			char *base = page_address((struct page *)slab);
 
 			for (unsigned int k = 0; k < 1U << PAGE_STATE_ORDER(slab->state); k++)
-				CHECK(virt_to_cache_fast(base + k * PAGE_SIZE) == c[i]);
+				CHECK(map_cache(base + k * PAGE_SIZE) == c[i]);
 		} else {
-			CHECK(virt_to_cache_fast(o[i]) == NULL);
+			CHECK(map_cache(o[i]) == NULL);
 			without++;
 		}
 	}
 	/* kmem_cache, slab_sheaf, the kmalloc caches and others took some. */
 	CHECK(with_id > 200 && with_id < 255);
 	CHECK_EQ(with_id + without, NR);
-	CHECK(virt_to_cache_fast(o) == NULL);	/* not in the arena */
+	CHECK(map_cache(o) == NULL);	/* not in the arena */
 	for (int i = 0; i < NR; i++) {
 		kmem_cache_free(c[i], o[i]);
 		kmem_cache_shrink(c[i]);
 		/* The slab is gone: its pages name no cache. */
-		CHECK(virt_to_cache_fast(o[i]) == NULL);
+		CHECK(map_cache(o[i]) == NULL);
 		kmem_cache_destroy(c[i]);
 	}
 	c[0] = kmem_cache_create("t-sh-map-again", 64, 0, 0, NULL);
 	o[0] = kmem_cache_alloc(c[0], GFP_KERNEL);
-	CHECK(virt_to_cache_fast(o[0]) == c[0]);
+	CHECK(map_cache(o[0]) == c[0]);
 	kmem_cache_free(c[0], o[0]);
 	kmem_cache_destroy(c[0]);
 }
@@ -452,11 +533,12 @@ static void test_producer_consumer(void)
 	run_on(&x);
 	x = (struct xfer){ s, 1, 8 * 4, objs, false };
 	run_on(&x);
-	/* 32 frees on CPU 1: full sheaves at the 9th, 17th and 25th. */
-	CHECK_STAT(st(name, "barn_put"), 3);
+	/* 32 frees on CPU 1: half sheaves to the barn at the 9th, 13th ... 29th. */
+	CHECK_STAT(st(name, "barn_put"), 6);
 	x = (struct xfer){ s, 0, 16, again, true };
 	run_on(&x);
-	CHECK_STAT(st(name, "barn_get"), 2);
+	/* CPU 0's 16 allocations: 4 half sheaves from the barn. */
+	CHECK_STAT(st(name, "barn_get"), 4);
 	for (int i = 0; i < 16; i++)
 		CHECK(freed_earlier(again[i], 32));
 	x = (struct xfer){ s, 1, 16, again, false };
@@ -590,6 +672,7 @@ int main(void)
 	TEST(test_double_free);
 	TEST(test_cache_map);
 	TEST(test_invalid_pointer);
+	TEST(test_object_check);
 	TEST(test_producer_consumer);
 	TEST(test_stress);
 	return test_done();

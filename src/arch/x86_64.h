@@ -174,26 +174,29 @@ static inline void *arch_thread_pointer(void)
 		: "memory", "cc", "rax", "rcx" : _abort, _stopped, _fail, _dup)
 
 /*
- * Per-CPU object arrays (sheaves): at v a struct { u32 size; u32 capacity;
- * void *objects[]; }. Pop the last object:
- *	n = size; if (!n) goto fail; *load = objects[n - 1]; size = n - 1;
+ * Per-CPU object arrays (sheaves): right after the struct percpu_ctl at
+ * ctl (8 bytes), a struct { u32 size; u32 capacity; void *objects[]; },
+ * so one register addresses both and the fast paths save none.
+ *
+ * Pop the last object:
+ *	n = size; if (!n) goto fail; load = objects[n - 1]; size = n - 1;
+ * load is an output register, valid when the sequence commits.
  */
-#define ARCH_RSEQ_ARRAY_POP(_rs, _ctl, _v, _load, _shift, _abort, _stopped, _fail) \
+#define ARCH_RSEQ_ARRAY_POP(_rs, _ctl, _load, _shift, _abort, _stopped, _fail) \
 	__asm__ __volatile__ goto(					\
 		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
 		RSEQ_ASM_START(_shift)					\
-		"movl (%[v], %%rax), %%ecx\n\t"				\
+		"leaq (%[ctl], %%rax), %%rdx\n\t"			\
+		"movl 8(%%rdx), %%ecx\n\t"				\
 		"testl %%ecx, %%ecx\n\t"				\
 		"jz %l[fail]\n\t"					\
 		"subl $1, %%ecx\n\t"					\
-		"leaq 8(%[v], %%rax), %%rdx\n\t"			\
-		"movq (%%rdx, %%rcx, 8), %%rdx\n\t"			\
-		"movq %%rdx, %[load]\n\t"				\
-		"movl %%ecx, (%[v], %%rax)\n\t"				\
+		"movq 16(%%rdx, %%rcx, 8), %[load]\n\t"			\
+		"movl %%ecx, 8(%%rdx)\n\t"				\
 		"2:\n\t"						\
 		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
-		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [v] "r"(_v),		\
-		    [load] "m"(*(_load))				\
+		: [load] "=r"(_load)					\
+		: RSEQ_ASM_OPERANDS(_rs, _ctl)				\
 		: "memory", "cc", "rax", "rcx", "rdx"			\
 		: _abort, _stopped, _fail)
 
@@ -206,29 +209,105 @@ static inline void *arch_thread_pointer(void)
  * The store to objects[n] is beyond size until the commit, so an abort
  * leaves nothing visible.
  */
-#define ARCH_RSEQ_ARRAY_PUSH(_rs, _ctl, _v, _node, _shift, _abort, _stopped,	\
+#define ARCH_RSEQ_ARRAY_PUSH(_rs, _ctl, _node, _shift, _abort, _stopped,	\
 			     _fail, _dup)					\
 	__asm__ __volatile__ goto(					\
 		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
 		RSEQ_ASM_START(_shift)					\
-		"movl (%[v], %%rax), %%ecx\n\t"				\
-		"cmpl 4(%[v], %%rax), %%ecx\n\t"			\
+		"leaq (%[ctl], %%rax), %%rdx\n\t"			\
+		"movl 8(%%rdx), %%ecx\n\t"				\
+		"cmpl 12(%%rdx), %%ecx\n\t"				\
 		"jae %l[fail]\n\t"					\
-		"leaq 8(%[v], %%rax), %%rdx\n\t"			\
 		"testl %%ecx, %%ecx\n\t"				\
 		"jz 5f\n\t"						\
-		"cmpq %[node], -8(%%rdx, %%rcx, 8)\n\t"			\
+		"cmpq %[node], 8(%%rdx, %%rcx, 8)\n\t"			\
 		"je %l[dup]\n\t"					\
 		"5:\n\t"						\
-		"movq %[node], (%%rdx, %%rcx, 8)\n\t"			\
+		"movq %[node], 16(%%rdx, %%rcx, 8)\n\t"			\
 		"addl $1, %%ecx\n\t"					\
-		"movl %%ecx, (%[v], %%rax)\n\t"				\
+		"movl %%ecx, 8(%%rdx)\n\t"				\
 		"2:\n\t"						\
 		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
-		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [v] "r"(_v),		\
-		    [node] "r"(_node)					\
+		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [node] "r"(_node)	\
 		: "memory", "cc", "rax", "rcx", "rdx"			\
 		: _abort, _stopped, _fail, _dup)
+
+/*
+ * The sheaves' slow paths move many objects at once, still inside one
+ * sequence, so that no other thread of the CPU ever waits for them (a
+ * lock held by a preempted thread would). Pop up to max objects off the
+ * top of the array into buf, in array order:
+ *	n = size; k = min(n, max); if (!k) goto fail;
+ *	buf[0..k-1] = objects[n-k..n-1]; *count = k; size = n - k;
+ * Every store before the commit goes to the caller's own memory.
+ */
+#define ARCH_RSEQ_ARRAY_POP_BATCH(_rs, _ctl, _buf, _max, _count, _shift,	\
+				  _abort, _stopped, _fail)		\
+	__asm__ __volatile__ goto(					\
+		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
+		RSEQ_ASM_START(_shift)					\
+		"leaq (%[ctl], %%rax), %%r8\n\t"			\
+		"movl 8(%%r8), %%ecx\n\t"				\
+		"movl %%ecx, %%edx\n\t"					\
+		"cmpl %[max], %%edx\n\t"				\
+		"cmoval %[max], %%edx\n\t"				\
+		"testl %%edx, %%edx\n\t"				\
+		"jz %l[fail]\n\t"					\
+		"subl %%edx, %%ecx\n\t"					\
+		"movl %%edx, %[count]\n\t"				\
+		"leaq 16(%%r8, %%rcx, 8), %%rax\n\t"			\
+		"xorl %%r9d, %%r9d\n\t"					\
+		"5:\n\t"						\
+		"movq (%%rax, %%r9, 8), %%r10\n\t"			\
+		"movq %%r10, (%[buf], %%r9, 8)\n\t"			\
+		"addl $1, %%r9d\n\t"					\
+		"cmpl %%edx, %%r9d\n\t"					\
+		"jb 5b\n\t"						\
+		"movl %%ecx, 8(%%r8)\n\t"				\
+		"2:\n\t"						\
+		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
+		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [buf] "r"(_buf),	\
+		    [max] "r"(_max), [count] "m"(*(_count))		\
+		: "memory", "cc", "rax", "rcx", "rdx", "r8", "r9", "r10"	\
+		: _abort, _stopped, _fail)
+
+/*
+ * Push up to max objects of buf onto the array, as many as fit:
+ *	n = size; k = min(capacity - n, max); if (capacity <= n || !k) goto fail;
+ *	objects[n..n+k-1] = buf[0..k-1]; *count = k; size = n + k;
+ * The stores to objects[n..] are beyond size until the commit.
+ */
+#define ARCH_RSEQ_ARRAY_PUSH_BATCH(_rs, _ctl, _buf, _max, _count, _shift,	\
+				   _abort, _stopped, _fail)		\
+	__asm__ __volatile__ goto(					\
+		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
+		RSEQ_ASM_START(_shift)					\
+		"leaq (%[ctl], %%rax), %%r8\n\t"			\
+		"movl 8(%%r8), %%ecx\n\t"				\
+		"movl 12(%%r8), %%edx\n\t"				\
+		"subl %%ecx, %%edx\n\t"					\
+		"jbe %l[fail]\n\t"					\
+		"cmpl %[max], %%edx\n\t"				\
+		"cmoval %[max], %%edx\n\t"				\
+		"testl %%edx, %%edx\n\t"				\
+		"jz %l[fail]\n\t"					\
+		"movl %%edx, %[count]\n\t"				\
+		"leaq 16(%%r8, %%rcx, 8), %%rax\n\t"			\
+		"xorl %%r9d, %%r9d\n\t"					\
+		"5:\n\t"						\
+		"movq (%[buf], %%r9, 8), %%r10\n\t"			\
+		"movq %%r10, (%%rax, %%r9, 8)\n\t"			\
+		"addl $1, %%r9d\n\t"					\
+		"cmpl %%edx, %%r9d\n\t"					\
+		"jb 5b\n\t"						\
+		"addl %%edx, %%ecx\n\t"					\
+		"movl %%ecx, 8(%%r8)\n\t"				\
+		"2:\n\t"						\
+		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
+		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [buf] "r"(_buf),	\
+		    [max] "r"(_max), [count] "m"(*(_count))		\
+		: "memory", "cc", "rax", "rcx", "rdx", "r8", "r9", "r10"	\
+		: _abort, _stopped, _fail)
 
 /*
  * Set the 32-bit flag at (v + unit) to 1, but only on CPU cpu:
