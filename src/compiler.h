@@ -15,6 +15,12 @@
 #define __cold		__attribute__((cold))
 #define __aligned(n)	__attribute__((aligned(n)))
 #define __printf(a, b)	__attribute__((format(printf, a, b)))
+/*
+ * On the declaration of a library-internal variable: the compiler then
+ * addresses it directly, not through the GOT (the fast paths read
+ * several, and an indexed GOT access is not relaxed by the linker).
+ */
+#define __internal	__attribute__((visibility("hidden")))
 
 #define SMP_CACHE_BYTES	64
 #define ____cacheline_aligned	__aligned(SMP_CACHE_BYTES)

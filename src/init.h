@@ -5,7 +5,7 @@
 
 #include "compiler.h"
 
-extern int slub_initialised;
+extern __internal int slub_initialised;
 
 int slub_init_slow(void);
 
@@ -17,7 +17,7 @@ static __always_inline int slub_init(void)
 	return slub_init_slow();
 }
 
-extern int slab_initialised;
+extern __internal int slab_initialised;
 
 int slab_init_slow(void);
 

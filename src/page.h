@@ -124,7 +124,7 @@ struct zone {
 	pcpu_off_t stats;		/* unsigned long[NR_PA_STATS] */
 };
 
-extern struct zone zone;
+extern __internal struct zone zone;
 
 /* The smallest order of a block of at least size bytes (the kernel's get_order()). */
 static inline unsigned int get_order(unsigned long size)

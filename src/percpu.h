@@ -57,7 +57,7 @@ struct slub_cpus {
 	unsigned int affinity;		/* CPUs this process may run on */
 };
 
-extern struct slub_cpus slub_cpus;
+extern __internal struct slub_cpus slub_cpus;
 #define nr_cpu_ids	(slub_cpus.nr_ids)
 
 int slub_cpus_init(void);
@@ -88,7 +88,7 @@ struct percpu_state {
 	const char *why;	/* why this mode */
 };
 
-extern struct percpu_state percpu_state;
+extern __internal struct percpu_state percpu_state;
 
 int slub_rseq_init(void);
 struct slub_rseq_abi *slub_rseq_register_current(void);
@@ -143,7 +143,7 @@ static inline unsigned int raw_smp_processor_id(void)
 
 typedef uintptr_t pcpu_off_t;
 
-extern char *pcpu_base;
+extern __internal char *pcpu_base;
 
 int percpu_init(void);
 /* A zeroed per-CPU variable of size bytes; 0 when the units are full. */
@@ -234,7 +234,7 @@ enum rseq_result {
  * where an abort lands, a block the straight-line fast path jumps over,
  * so the fast path itself does no more work than before.
  */
-extern unsigned long rseq_restarts;
+extern __internal unsigned long rseq_restarts;
 
 #define RSEQ_RESTART_POINT(label)					\
 	if (0) {							\

@@ -8,6 +8,8 @@
 #ifndef SLUB_POLICY_H
 #define SLUB_POLICY_H
 
+#include "compiler.h"
+
 enum order_cpus {
 	ORDER_CPUS_PRESENT,	/* present, or possible if 1 (2021, default) */
 	ORDER_CPUS_ONLINE,	/* online (commit 045ab8c9487b, 2020) */
@@ -29,9 +31,9 @@ struct slub_policy {
 	int sheaves;			/* per-CPU sheaves (6.18) */
 };
 
-extern struct slub_policy slub_policy;
+extern __internal struct slub_policy slub_policy;
 /* Whether stat() counts (SLUB_STATS, policy/stats); see policy.c. */
-extern int slub_stats_on;
+extern __internal int slub_stats_on;
 
 const char *order_cpus_name(enum order_cpus o);
 const char *preset_description(void);

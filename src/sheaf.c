@@ -341,6 +341,8 @@ int set_sheaf_capacity(struct kmem_cache *s, unsigned int capacity)
 		flush_cpu_sheaf(s, cpu, (int)capacity);
 	barn_shrink(s);
 	WRITE_ONCE(s->sheaf_capacity, capacity);
+	/* Without sheaves, the CPU partial lists come back, and vice versa. */
+	set_cpu_partial(s, default_cpu_partial(s, capacity));
 	return 0;
 }
 

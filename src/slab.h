@@ -285,10 +285,10 @@ struct kmem_cache {
  * slab is made, cleared when it is freed.
  */
 #define MAX_MAP_IDS	256
-extern uint8_t *slab_cache_map;
-extern struct kmem_cache *slab_cache_ids[MAX_MAP_IDS];
+extern __internal uint8_t *slab_cache_map;
+extern __internal struct kmem_cache *slab_cache_ids[MAX_MAP_IDS];
 /* The arena's size in bytes while slab_cache_map is there; else 0. */
-extern uintptr_t slab_map_limit;
+extern __internal uintptr_t slab_map_limit;
 
 /*
  * What the drop-in's free needs of a cache, by map id, in one 32-byte
@@ -302,9 +302,9 @@ struct slab_fast {
 	uint32_t sheaf;			/* the cache's cpu_sheaves */
 	struct kmem_cache *cache;
 } __aligned(32);
-extern struct slab_fast slab_fast[MAX_MAP_IDS];
+extern __internal struct slab_fast slab_fast[MAX_MAP_IDS];
 
-extern struct list_head slab_caches;
-extern struct slub_lock slab_mutex;
+extern __internal struct list_head slab_caches;
+extern __internal struct slub_lock slab_mutex;
 
 #endif /* SLUB_SLAB_H */

@@ -264,8 +264,18 @@ void set_cpu_partial(struct kmem_cache *s, unsigned int nr_objects)
 	WRITE_ONCE(s->cpu_partial_slabs, (nr_objects * 2 + per_slab - 1) / per_slab);
 }
 
-static unsigned int default_cpu_partial(const struct kmem_cache *s)
+/*
+ * The kernel's CPU partial sizes, for a cache with sheaves_capacity
+ * sheaves. Debug caches have no CPU slabs, so no CPU partial slabs
+ * either; caches with sheaves keep their objects per CPU there, and
+ * partial slabs per CPU would only hold memory behind them (the kernel
+ * drops CPU slabs for caches with sheaves after 6.18, Vlastimil Babka).
+ */
+unsigned int default_cpu_partial(const struct kmem_cache *s,
+				 unsigned int sheaf_capacity)
 {
+	if (!slub_policy.cpu_partial || kmem_cache_debug(s) || sheaf_capacity)
+		return 0;
 	if (s->size >= PAGE_SIZE)
 		return 6;
 	if (s->size >= 1024)
@@ -343,9 +353,7 @@ static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 	}
 	set_object_check(s);
 	set_min_partial(s);
-	/* Debug caches have no CPU slabs, so no CPU partial slabs either. */
-	set_cpu_partial(s, slub_policy.cpu_partial && !kmem_cache_debug(s) ?
-			default_cpu_partial(s) : 0);
+	set_cpu_partial(s, default_cpu_partial(s, default_sheaf_capacity(s)));
 	set_thrash_ratio(s, slub_policy.thrash_ratio);
 	if (s->min_free_watermark < MIN_THRASH_WATERMARK)
 		s->min_free_watermark = 0;

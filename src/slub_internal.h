@@ -358,14 +358,14 @@ static __always_inline const struct slab_fast *virt_to_fast(const void *addr)
 
 /* kmalloc's caches, smallest first (kmalloc.c has the two sets). */
 #define KMALLOC_MAX_CLASSES	40
-extern struct kmem_cache *kmalloc_caches[KMALLOC_MAX_CLASSES];
+extern __internal struct kmem_cache *kmalloc_caches[KMALLOC_MAX_CLASSES];
 /* Sizes 0 ... KMALLOC_MAX_CACHE_SIZE, by (size + 7) / 8, to their class. */
-extern uint8_t kmalloc_class[KMALLOC_MAX_CACHE_SIZE / 8 + 1];
+extern __internal uint8_t kmalloc_class[KMALLOC_MAX_CACHE_SIZE / 8 + 1];
 /*
  * The CPU sheaf of the class of max(size, 16), by (size + 15) / 16: one
  * load from the request size to the sheaf, for the drop-in's malloc.
  */
-extern uint32_t kmalloc_sheaf16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
+extern __internal uint32_t kmalloc_sheaf16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
 
 /* 1 <= size <= KMALLOC_MAX_CACHE_SIZE, slab layer up. */
 static inline struct kmem_cache *kmalloc_slab(size_t size)
@@ -392,13 +392,15 @@ struct slub_boot_params {
 };
 
 /* The kmalloc classes when SLUB_KMALLOC_CLASSES does not say: the kernel's. */
-extern int slub_kmalloc_fine_default;
+extern __internal int slub_kmalloc_fine_default;
 
-extern struct slub_boot_params slub_params;
+extern __internal struct slub_boot_params slub_params;
 
 int calculate_order(unsigned int size);
 int calculate_sizes(struct kmem_cache *s, int forced_order);
 void set_cpu_partial(struct kmem_cache *s, unsigned int nr_objects);
+unsigned int default_cpu_partial(const struct kmem_cache *s,
+				 unsigned int sheaf_capacity);
 unsigned int slab_nr_cpus(void);
 
 int slab_init(void);

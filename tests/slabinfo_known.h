@@ -77,9 +77,12 @@ static inline struct kmem_cache *known_build(void *obj[KNOWN_ALLOCS])
 {
 	struct kmem_cache *s = kmem_cache_create(KNOWN_NAME, KNOWN_SIZE, 0, 0, NULL);
 
-	/* The slab layer's own state: no CPU partial slabs, no sheaves. */
-	if (!s || slub_sysfs_write("slab/" KNOWN_NAME "/cpu_partial", "0") ||
-	    slub_sysfs_write("slab/" KNOWN_NAME "/sheaf_capacity", "0"))
+	/*
+	 * The slab layer's own state: no sheaves, no CPU partial slabs (in
+	 * that order: turning sheaves off brings the CPU partial lists back).
+	 */
+	if (!s || slub_sysfs_write("slab/" KNOWN_NAME "/sheaf_capacity", "0") ||
+	    slub_sysfs_write("slab/" KNOWN_NAME "/cpu_partial", "0"))
 		return NULL;
 	known_pin();
 	for (int i = 0; i < KNOWN_ALLOCS; i++)

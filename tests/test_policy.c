@@ -228,12 +228,11 @@ static void child_preset(const char *name)
 	CHECK_EQ(sysfs_num("policy/max_order"), p->max_order);
 	CHECK_EQ(sysfs_num("policy/min_objects"), p->min_objects);
 	/* Sheaves in front of every cache from 2025 on, none before. */
-	{
-		bool sheaves = !strcmp(p->name, "2025") || !strcmp(p->name, "default");
+	bool sheaves = !strcmp(p->name, "2025") || !strcmp(p->name, "default");
+	bool cpu_partial = p->cpu_partial && !sheaves;
 
-		CHECK_EQ(sysfs_num("policy/sheaves"), sheaves);
-		CHECK_EQ(sysfs_num("slab/kmalloc-64/sheaf_capacity"), sheaves ? 32 : 0);
-	}
+	CHECK_EQ(sysfs_num("policy/sheaves"), sheaves);
+	CHECK_EQ(sysfs_num("slab/kmalloc-64/sheaf_capacity"), sheaves ? 32 : 0);
 	CHECK_EQ(sysfs_num("policy/min_order"), 0);
 	CHECK_EQ(sysfs_num("page_alloc/pcp_high_order"), p->pcp_high_order);
 	check_order_cpus(p->order_cpus);
@@ -246,11 +245,23 @@ static void child_preset(const char *name)
 	CHECK_EQ(st("kmalloc-4k", "order"), p->max_order == 1 ? 1 : 3);
 	CHECK_EQ(st("kmalloc-4k", "objs_per_slab"), p->max_order == 1 ? 2 : 8);
 	CHECK_EQ(st("kmalloc-8k", "order"), p->max_order == 1 ? 1 : 3);
-	/* No CPU partial lists before 2011; then the kernel's defaults. */
-	CHECK_EQ(st("kmalloc-256", "cpu_partial"), p->cpu_partial ? 52 : 0);
-	CHECK_EQ(st("kmalloc-64", "cpu_partial"), p->cpu_partial ? 120 : 0);
-	CHECK_EQ(st("kmalloc-2k", "cpu_partial"), p->cpu_partial ? 24 : 0);
-	CHECK_EQ(st("kmalloc-8k", "cpu_partial"), p->cpu_partial ? 6 : 0);
+	/*
+	 * No CPU partial lists before 2011; then the kernel's defaults, for
+	 * caches without sheaves (sheaves hold the per-CPU objects after).
+	 */
+	CHECK_EQ(st("kmalloc-256", "cpu_partial"), cpu_partial ? 52 : 0);
+	CHECK_EQ(st("kmalloc-64", "cpu_partial"), cpu_partial ? 120 : 0);
+	CHECK_EQ(st("kmalloc-2k", "cpu_partial"), cpu_partial ? 24 : 0);
+	CHECK_EQ(st("kmalloc-8k", "cpu_partial"), cpu_partial ? 6 : 0);
+	/* Sheaves off: the CPU partial lists come back, and go again. */
+	if (p->cpu_partial) {
+		CHECK_EQ(sysfs_set("slab/kmalloc-256/sheaf_capacity", "0"), 0);
+		CHECK_EQ(st("kmalloc-256", "cpu_partial"), 52);
+		CHECK_EQ(sysfs_set("slab/kmalloc-256/sheaf_capacity", "16"), 0);
+		CHECK_EQ(st("kmalloc-256", "cpu_partial"), 0);
+		CHECK_EQ(sysfs_set("slab/kmalloc-256/sheaf_capacity",
+				   cpu_partial ? "0" : "32"), 0);
+	}
 	/*
 	 * kmalloc-64: 64 objects a slab under every preset, so 20 is 12
 	 * objects, read back 18; kmalloc-2k has fewer than 20 objects a slab
@@ -264,7 +275,7 @@ static void child_preset(const char *name)
 	s = kmem_cache_create("p-64", 64, 0, 0, NULL);
 	CHECK(s != NULL);
 	CHECK_EQ(st("p-64", "slab_thrash_ratio"), p->ratio ? 18 : 0);
-	CHECK_EQ(st("p-64", "cpu_partial"), p->cpu_partial ? 120 : 0);
+	CHECK_EQ(st("p-64", "cpu_partial"), cpu_partial ? 120 : 0);
 	kmem_cache_destroy(s);
 	workload();
 }
@@ -334,8 +345,8 @@ static void child_config_bad(void)
 	CHECK(a && b);
 	for (size_t i = 0; i < NR_KMALLOC_CACHES; i++) {
 		CHECK_EQ(st(kmalloc_cache_names[i], "min_partial"), 7);
-		/* cpu_partial=abc changed nothing. */
-		CHECK(st(kmalloc_cache_names[i], "cpu_partial") > 0);
+		/* cpu_partial=abc changed nothing: 0 behind sheaves. */
+		CHECK_EQ(st(kmalloc_cache_names[i], "cpu_partial"), 0);
 	}
 	CHECK_EQ(sysfs_num("page_alloc/pcp_batch"), 31);
 	CHECK_FILE("policy/preset", "default");
@@ -592,9 +603,10 @@ static void test_order_cpus(void)
 
 static void test_config_kmalloc(void)
 {
+	/* 2021: CPU partial lists on every cache (no sheaves in front). */
 	const char *env[] = {
 		"SLUB_CONFIG=slab/kmalloc-*/cpu_partial=0;page_alloc/pcp_high_order=0",
-		NULL
+		"SLUB_PRESET=2021", NULL
 	};
 
 	CHECK_CHILD_OK(run_child("config-kmalloc", NULL, env, out, sizeof(out)), out);
