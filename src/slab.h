@@ -236,10 +236,12 @@ static inline unsigned int oo_objects(struct kmem_cache_order_objects x)
 /*
  * Is a freed pointer the start of an object? Every slab is a buddy block,
  * aligned to its size, so while all slabs of a cache have one order the
- * offset is p & mask (mask 0: mixed orders, ask struct page), and with
- * size = odd << shift, the offset is a multiple of size iff its low bits
- * are 0 and (off >> shift) * inv, mod 2^32, is at most limit (the odd
- * divisor's inverse); end is the last object's end, >> shift.
+ * offset is p & mask (mask 0: mixed orders, ask struct page). With size =
+ * odd << shift, the offset is a multiple of size iff its product with
+ * odd's inverse mod 2^32 (inv), rotated right by shift, is at most
+ * limit = (2^32 - 1) / size (Hacker's Delight, 10-17: the rotation moves
+ * any low bits that make it no multiple of 2^shift to the top); and it is
+ * an object if it is below end, the last object's end.
  */
 struct object_check {
 	uint32_t mask;

@@ -249,8 +249,8 @@ void set_object_check(struct kmem_cache *s)
 		inv *= 2 - odd * inv;
 	s->check.shift = (uint8_t)shift;
 	s->check.inv = inv;
-	s->check.limit = UINT32_MAX / odd;
-	s->check.end = oo_objects(s->oo) * odd;
+	s->check.limit = UINT32_MAX / s->size;
+	s->check.end = oo_objects(s->oo) * s->size;
 	/* Debug caches: objects after a red zone, and checks of their own. */
 	WRITE_ONCE(s->check.mask, kmem_cache_debug(s) ? 0 : (uint32_t)(PAGE_SIZE << order) - 1);
 }

@@ -195,10 +195,12 @@ static __always_inline bool object_start_fast(const struct object_check *c,
 	uint32_t mask = __atomic_load_n(&c->mask, __ATOMIC_ACQUIRE);
 	uint32_t off = (uint32_t)(uintptr_t)obj & mask;
 
-	if (unlikely(!mask) || unlikely(off & ((1U << c->shift) - 1)))
+	uint32_t q = off * c->inv;
+
+	if (unlikely(!mask))
 		return false;
-	off >>= c->shift;
-	return off * c->inv <= c->limit && off < c->end;
+	q = (q >> c->shift) | (q << ((32 - c->shift) & 31));	/* ror */
+	return q <= c->limit && off < c->end;
 }
 
 /* Sheaves (sheaf.c). */
