@@ -16,7 +16,11 @@
  *             objects and allocate its replacement, then one malloc/free
  *             pair; sizes uniform in 16..1024 bytes
  *   prodcons  -p pairs of threads; producers malloc, consumers free, one
- *             single-producer single-consumer ring per pair
+ *             single-producer single-consumer ring per pair; pair k's
+ *             producer pinned to the k-th allowed CPU and its consumer
+ *             to the next, so every object is freed on another CPU than
+ *             the one that allocated it (unpinned, the scheduler's
+ *             placement decided, and the figures were bimodal)
  *   oversub   8x the online CPUs threads (-t), each churning its own
  *             working set of -w / threads objects
  *
@@ -278,7 +282,8 @@ static unsigned long long run_threads(unsigned int w, double *secs)
 	struct ring *r = NULL;
 	struct timespec ts;
 	unsigned long long ops = 0;
-	unsigned int i;
+	unsigned int i, ncpus;
+	int cpus[256];
 	double t0;
 	int err;
 
@@ -289,6 +294,7 @@ static unsigned long long run_threads(unsigned int w, double *secs)
 	if (!tid || (!r && !c))
 		die("child", "out of memory");
 	pthread_barrier_init(&start_barrier, NULL, nt + 1);
+	ncpus = allowed_cpus(cpus, 256);
 	for (i = 0; i < nt; i++) {
 		if (w == W_PRODCONS) {
 			struct ring *ri = &r[i / 2];
@@ -298,6 +304,8 @@ static unsigned long long run_threads(unsigned int w, double *secs)
 				ri->seed = 0x9e3779b97f4a7c15ULL * (i + 1);
 			}
 			err = pthread_create(&tid[i], NULL, i & 1 ? consumer : producer, ri);
+			if (!err && ncpus > 1)
+				pin_to(tid[i], cpus[(i / 2 + (i & 1)) % ncpus]);
 		} else {
 			c[i] = (struct churn){
 				.n = opt.ws / nt ? opt.ws / nt : 1,
