@@ -325,7 +325,7 @@ static __noinline void slub_free_slow(void *p, const void *caller)
  */
 static __always_inline void slub_free(void *p, const void *caller)
 {
-	if (likely(sheaf_free_fast(virt_to_fast(p), p)))
+	if (likely(sheaf_free_fast(virt_to_map_id(p), p)))
 		return;
 	slub_free_slow(p, caller);
 }

@@ -52,7 +52,7 @@ static void grains_set(size_t g, size_t n, bool used)
 	}
 }
 
-pcpu_off_t percpu_alloc(size_t size, size_t align)
+static pcpu_off_t __percpu_alloc(size_t size, size_t align, bool zero)
 {
 	size_t n = (size + PCPU_GRAIN - 1) / PCPU_GRAIN;
 	size_t step = align > PCPU_GRAIN ? align / PCPU_GRAIN : 1;
@@ -74,10 +74,20 @@ pcpu_off_t percpu_alloc(size_t size, size_t align)
 		}
 	}
 	slub_unlock(&pcpu_alloc_lock);
-	if (off)
+	if (off && zero)
 		for_each_possible_cpu(cpu)
 			memset(per_cpu_ptr(off, cpu), 0, n * PCPU_GRAIN);
 	return off;
+}
+
+pcpu_off_t percpu_alloc(size_t size, size_t align)
+{
+	return __percpu_alloc(size, align, true);
+}
+
+pcpu_off_t percpu_reserve(size_t size, size_t align)
+{
+	return __percpu_alloc(size, align, false);
 }
 
 void percpu_free(pcpu_off_t off, size_t size)

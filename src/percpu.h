@@ -148,6 +148,11 @@ extern __internal char *pcpu_base;
 int percpu_init(void);
 /* A zeroed per-CPU variable of size bytes; 0 when the units are full. */
 pcpu_off_t percpu_alloc(size_t size, size_t align);
+/*
+ * The same, not zeroed: the caller zeroes each part it uses before using
+ * it, so that a large reservation backs only those parts.
+ */
+pcpu_off_t percpu_reserve(size_t size, size_t align);
 void percpu_free(pcpu_off_t off, size_t size);
 
 static __always_inline void *per_cpu_ptr(pcpu_off_t off, unsigned int cpu)

@@ -185,6 +185,8 @@ struct slub_percpu_sheaves {
 };
 _Static_assert(offsetof(struct slub_percpu_sheaves, size) ==
 	       PERCPU_ARRAY(0) - 0, "the sheaf is a percpu_array after its ctl");
+_Static_assert(sizeof(struct slub_percpu_sheaves) <= 1024,
+	       "a CPU sheaf fits its slot (SHEAF_SLOT_SHIFT)");
 
 /* A sheaf off the CPUs: in a barn, full, or empty for reuse. */
 struct slab_sheaf {
@@ -295,16 +297,29 @@ extern __internal uintptr_t slab_map_limit;
 /*
  * What the drop-in's free needs of a cache, by map id, in one 32-byte
  * entry: one load after the map byte, not a pointer and then the cache.
- * A copy of the cache's own fields, kept by slab_fast_update(); an id
- * without a cache (0 among them) has check.mask 0, which fails every
+ * A copy of the cache's own object check, kept by slab_fast_update(); an
+ * id without a cache (0 among them) has check.mask 0, which fails every
  * object check, so a free never goes further on it.
  */
 struct slab_fast {
 	struct object_check check;
-	uint32_t sheaf;			/* the cache's cpu_sheaves */
 	struct kmem_cache *cache;
 } __aligned(32);
 extern __internal struct slab_fast slab_fast[MAX_MAP_IDS];
+
+/*
+ * The CPU sheaves of the caches with map ids are at fixed places: map id
+ * i's at sheaf_slots + (i << SHEAF_SLOT_SHIFT). A free goes from the map
+ * byte to its sheaf with a shift, where a load would lengthen the chain
+ * of dependent loads every free waits on.
+ */
+#define SHEAF_SLOT_SHIFT	10
+extern __internal pcpu_off_t sheaf_slots;
+
+static inline pcpu_off_t sheaf_slot(unsigned int map_id)
+{
+	return sheaf_slots + ((pcpu_off_t)map_id << SHEAF_SLOT_SHIFT);
+}
 
 extern __internal struct list_head slab_caches;
 extern __internal struct slub_lock slab_mutex;

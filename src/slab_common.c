@@ -28,6 +28,7 @@ uint8_t *slab_cache_map;
 uintptr_t slab_map_limit;
 struct kmem_cache *slab_cache_ids[MAX_MAP_IDS];
 struct slab_fast slab_fast[MAX_MAP_IDS];
+pcpu_off_t sheaf_slots;
 
 /*
  * Copy s's object check and CPU sheaf to the entry of its new map id. The
@@ -43,25 +44,48 @@ static void slab_fast_update(struct kmem_cache *s)
 	f->check.limit = s->check.limit;
 	f->check.end = s->check.end;
 	f->check.shift = s->check.shift;
-	f->sheaf = (uint32_t)s->cpu_sheaves;
 	f->cache = s;
 	__atomic_store_n(&f->check.mask, s->check.mask, __ATOMIC_RELEASE);
 }
 
-/* A map id for a new cache (slab_mutex held); 0 when all are taken. */
-static void assign_map_id(struct kmem_cache *s)
+/*
+ * A free map id for a new cache (slab_mutex held, which keeps it free
+ * until publish_map_id()); 0 when all are taken.
+ */
+static unsigned int free_map_id(void)
 {
-	s->map_id = 0;
-	if (!slab_cache_map)
+	if (!slab_cache_map || !sheaf_slots)
+		return 0;
+	for (unsigned int id = 1; id < MAX_MAP_IDS; id++)
+		if (!slab_cache_ids[id])
+			return id;
+	return 0;
+}
+
+/* The cache is complete: frees may find it through the map from now on. */
+static void publish_map_id(struct kmem_cache *s)
+{
+	if (!s->map_id)
 		return;
-	for (unsigned int id = 1; id < MAX_MAP_IDS; id++) {
-		if (!slab_cache_ids[id]) {
-			s->map_id = id;
-			slab_fast_update(s);
-			WRITE_ONCE(slab_cache_ids[id], s);
-			return;
-		}
-	}
+	slab_fast_update(s);
+	WRITE_ONCE(slab_cache_ids[s->map_id], s);
+}
+
+/*
+ * A new cache's CPU sheaves: its map id's slot, zeroed on every CPU (the
+ * slots are reserved, not zeroed, so that only the used ones are backed),
+ * or a per-CPU allocation of their own.
+ */
+static pcpu_off_t alloc_cpu_sheaves(struct kmem_cache *s)
+{
+	unsigned int cpu;
+
+	if (!s->map_id)
+		return percpu_alloc(sizeof(struct slub_percpu_sheaves), SMP_CACHE_BYTES);
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(sheaf_slot(s->map_id), cpu), 0,
+		       sizeof(struct slub_percpu_sheaves));
+	return sheaf_slot(s->map_id);
 }
 
 /*
@@ -326,7 +350,8 @@ static void free_percpu_state(struct kmem_cache *s)
 {
 	percpu_free(s->cpu_slab, sizeof(struct kmem_cache_cpu));
 	percpu_free(s->cpu_stats, NR_SLUB_STAT_ITEMS * sizeof(unsigned long));
-	percpu_free(s->cpu_sheaves, sizeof(struct slub_percpu_sheaves));
+	if (!s->map_id)
+		percpu_free(s->cpu_sheaves, sizeof(struct slub_percpu_sheaves));
 }
 
 /* Set up s in place; the caller holds slab_mutex. */
@@ -360,15 +385,15 @@ static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 	s->cpu_slab = percpu_alloc(sizeof(struct kmem_cache_cpu), SMP_CACHE_BYTES);
 	s->cpu_stats = percpu_alloc(NR_SLUB_STAT_ITEMS * sizeof(unsigned long),
 				    SMP_CACHE_BYTES);
-	s->cpu_sheaves = percpu_alloc(sizeof(struct slub_percpu_sheaves),
-				      SMP_CACHE_BYTES);
+	s->map_id = free_map_id();
+	s->cpu_sheaves = alloc_cpu_sheaves(s);
 	if (!s->cpu_slab || !s->cpu_stats || !s->cpu_sheaves) {
 		free_percpu_state(s);
 		return -ENOMEM;
 	}
 	init_kmem_cache_nodes(s, n);
 	init_sheaves(s, default_sheaf_capacity(s));
-	assign_map_id(s);
+	publish_map_id(s);
 	list_add_tail(&s->list, &slab_caches);
 	slab_sysfs_add(s);
 	policy_apply_cache(s->name);
@@ -672,6 +697,8 @@ int slab_init(void)
 		slab_cache_map = NULL;	/* free() goes through struct page */
 	else
 		slab_map_limit = zone.nr_pages << PAGE_SHIFT;
+	/* 256 KiB of each CPU's unit, backed only where a cache has a slot. */
+	sheaf_slots = percpu_reserve((size_t)MAX_MAP_IDS << SHEAF_SLOT_SHIFT, PAGE_SIZE);
 	slub_lock(&slab_mutex);
 	err = __kmem_cache_create(&kmem_cache_boot, &kmem_cache_boot_node,
 				  "kmem_cache", sizeof(struct kmem_cache_with_node),

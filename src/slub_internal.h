@@ -244,14 +244,17 @@ static __always_inline bool sheaf_alloc_fast(pcpu_off_t sheaf, void **object)
 	return true;	/* the caller counts ALLOC_PCS: it knows the cache */
 }
 
-/* The same by the cache's map id entry (slab_fast[], for free()). */
-static __always_inline bool sheaf_free_fast(const struct slab_fast *f, void *object)
+/*
+ * The same by the cache's map id (for free()): its slab_fast[] entry for
+ * the object check, its fixed sheaf slot for the push.
+ */
+static __always_inline bool sheaf_free_fast(unsigned int map_id, void *object)
 {
 	struct slub_rseq_abi *rs = rseq_fast();
-	pcpu_off_t sheaf = f->sheaf;
+	const struct slab_fast *f = &slab_fast[map_id];
 
 	if (unlikely(!rs) || unlikely(!object_start_fast(&f->check, object)) ||
-	    unlikely(rseq_array_push(rs, sheaf, object) != RSEQ_OK))
+	    unlikely(rseq_array_push(rs, sheaf_slot(map_id), object) != RSEQ_OK))
 		return false;
 	rseq_stat(rs, f->cache, FREE_PCS);
 	return true;
@@ -344,18 +347,18 @@ static inline struct slab *virt_to_slab(const void *addr)
 }
 
 /*
- * The fast entry of an object's cache, from slab_cache_map: entry 0 (whose
- * check fails) if the address is not in a slab of a cache with a map id;
- * then ask virt_to_slab(). For frees, of objects the caller owns: their
- * slab cannot go away meanwhile.
+ * The map id of an object's cache, from slab_cache_map: 0 (whose check
+ * fails) if the address is not in a slab of a cache with a map id; then
+ * ask virt_to_slab(). For frees, of objects the caller owns: their slab
+ * cannot go away meanwhile.
  */
-static __always_inline const struct slab_fast *virt_to_fast(const void *addr)
+static __always_inline unsigned int virt_to_map_id(const void *addr)
 {
 	uintptr_t off = (uintptr_t)((const char *)addr - zone.arena);
 
 	if (unlikely(off >= slab_map_limit))
-		return &slab_fast[0];
-	return &slab_fast[slab_cache_map[off >> PAGE_SHIFT]];
+		return 0;
+	return slab_cache_map[off >> PAGE_SHIFT];
 }
 
 /* kmalloc's caches, smallest first (kmalloc.c has the two sets). */

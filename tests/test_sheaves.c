@@ -412,15 +412,17 @@ static void test_object_check(void)
 /* The cache free() finds for p through slab_cache_map; NULL if none. */
 static struct kmem_cache *map_cache(const void *p)
 {
-	const struct slab_fast *f = virt_to_fast(p);
+	unsigned int id = virt_to_map_id(p);
+	const struct slab_fast *f = &slab_fast[id];
 
 	/* An entry with a cache is a copy of the cache's own fields. */
 	if (f->cache && f->check.mask) {
-		CHECK_EQ(f->sheaf, f->cache->cpu_sheaves);
+		CHECK_EQ(f->cache->map_id, id);
+		CHECK_EQ(f->cache->cpu_sheaves, sheaf_slot(id));
 		CHECK_EQ(f->check.mask, f->cache->check.mask);
 		CHECK_EQ(f->check.end, f->cache->check.end);
 	}
-	return f == &slab_fast[0] ? NULL : f->cache;
+	return id ? f->cache : NULL;
 }
 
 /*
