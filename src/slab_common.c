@@ -354,6 +354,15 @@ static void free_percpu_state(struct kmem_cache *s)
 		percpu_free(s->cpu_sheaves, sizeof(struct slub_percpu_sheaves));
 }
 
+/*
+ * kmem_cache has no sheaves: caches are made seldom, and a refill would
+ * take half a sheaf of kilobyte objects for one of them.
+ */
+static unsigned int cache_sheaf_capacity(const struct kmem_cache *s)
+{
+	return s == &kmem_cache_boot ? 0 : default_sheaf_capacity(s);
+}
+
 /* Set up s in place; the caller holds slab_mutex. */
 static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 			       const char *name, unsigned int size,
@@ -378,7 +387,7 @@ static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 	}
 	set_object_check(s);
 	set_min_partial(s);
-	set_cpu_partial(s, default_cpu_partial(s, default_sheaf_capacity(s)));
+	set_cpu_partial(s, default_cpu_partial(s, cache_sheaf_capacity(s)));
 	set_thrash_ratio(s, slub_policy.thrash_ratio);
 	if (s->min_free_watermark < MIN_THRASH_WATERMARK)
 		s->min_free_watermark = 0;
@@ -392,7 +401,7 @@ static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 		return -ENOMEM;
 	}
 	init_kmem_cache_nodes(s, n);
-	init_sheaves(s, default_sheaf_capacity(s));
+	init_sheaves(s, cache_sheaf_capacity(s));
 	publish_map_id(s);
 	list_add_tail(&s->list, &slab_caches);
 	slab_sysfs_add(s);

@@ -232,7 +232,7 @@ static void child_preset(const char *name)
 	bool cpu_partial = p->cpu_partial && !sheaves;
 
 	CHECK_EQ(sysfs_num("policy/sheaves"), sheaves);
-	CHECK_EQ(sysfs_num("slab/kmalloc-64/sheaf_capacity"), sheaves ? 32 : 0);
+	CHECK_EQ(sysfs_num("slab/kmalloc-64/sheaf_capacity"), sheaves ? 64 : 0);
 	CHECK_EQ(sysfs_num("policy/min_order"), 0);
 	CHECK_EQ(sysfs_num("page_alloc/pcp_high_order"), p->pcp_high_order);
 	check_order_cpus(p->order_cpus);
@@ -260,7 +260,7 @@ static void child_preset(const char *name)
 		CHECK_EQ(sysfs_set("slab/kmalloc-256/sheaf_capacity", "16"), 0);
 		CHECK_EQ(st("kmalloc-256", "cpu_partial"), 0);
 		CHECK_EQ(sysfs_set("slab/kmalloc-256/sheaf_capacity",
-				   cpu_partial ? "0" : "32"), 0);
+				   cpu_partial ? "0" : "64"), 0);
 	}
 	/*
 	 * kmalloc-64: 64 objects a slab under every preset, so 20 is 12

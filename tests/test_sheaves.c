@@ -96,21 +96,24 @@ static void test_defaults_and_files(void)
 
 	CHECK(a && b);
 	CHECK_EQ(sysfs_num("policy/sheaves"), 1);
-	/* 32 objects, or 32 KiB of them per CPU, at least 8. */
-	CHECK_EQ(st("t-sh-small", "sheaf_capacity"), 32);
-	CHECK_EQ(st("t-sh-big", "sheaf_capacity"), 32768 / st("t-sh-big", "slab_size"));
-	CHECK_EQ(st("t-sh-big", "sheaf_capacity"), 10);
-	CHECK_EQ(st("kmalloc-1k", "sheaf_capacity"), 32);
-	CHECK_EQ(st("kmalloc-4k", "sheaf_capacity"), 8);
+	/* 64 objects, or 64 KiB of them per CPU, at least 8. */
+	CHECK_EQ(st("t-sh-small", "sheaf_capacity"), 64);
+	CHECK_EQ(st("t-sh-big", "sheaf_capacity"), 65536 / st("t-sh-big", "slab_size"));
+	CHECK_EQ(st("t-sh-big", "sheaf_capacity"), 21);
+	CHECK_EQ(st("kmalloc-1k", "sheaf_capacity"), 64);
+	CHECK_EQ(st("kmalloc-4k", "sheaf_capacity"), 16);
+	CHECK_EQ(st("kmalloc-8k", "sheaf_capacity"), 8);
 	/* Bad values are refused and change nothing. */
 	CHECK(slub_sysfs_write("slab/t-sh-small/sheaf_capacity", "65") < 0);
 	CHECK(slub_sysfs_write("slab/t-sh-small/sheaf_capacity", "x") < 0);
 	CHECK(slub_sysfs_write("slab/t-sh-small/sheaf_capacity", "-1") < 0);
-	CHECK_EQ(st("t-sh-small", "sheaf_capacity"), 32);
-	CHECK_EQ(slab_set("t-sh-small", "sheaf_capacity", "64"), 0);
 	CHECK_EQ(st("t-sh-small", "sheaf_capacity"), 64);
+	CHECK_EQ(slab_set("t-sh-small", "sheaf_capacity", "32"), 0);
+	CHECK_EQ(st("t-sh-small", "sheaf_capacity"), 32);
 	/* The barn's own sheaves come from a cache that has none. */
 	CHECK_EQ(st("slab_sheaf", "sheaf_capacity"), 0);
+	/* Nor has kmem_cache: caches are made seldom. */
+	CHECK_EQ(st("kmem_cache", "sheaf_capacity"), 0);
 	CHECK(slub_sysfs_write("slab/slab_sheaf/sheaf_capacity", "8") < 0);
 	kmem_cache_destroy(a);
 	kmem_cache_destroy(b);
