@@ -13,9 +13,10 @@
  * and resizing, which touch other CPUs' sheaves, stop a CPU.
  *
  * Unlike the kernel, the CPU holds one sheaf, not a main and a spare: a
- * full sheaf goes to the barn whole (where another CPU's allocations find
- * it, the producer/consumer case), and an empty one takes a full sheaf
- * from the barn whole or half a sheaf from the slabs.
+ * full sheaf gives its top half to the barn (where another CPU's
+ * allocations find it, the producer/consumer case), and an empty one
+ * takes a barn sheaf whole or half a sheaf from the slabs. Either way it
+ * restarts half full, which is the spare's job in the kernel.
  */
 #include "slub_internal.h"
 
