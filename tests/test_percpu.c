@@ -400,6 +400,185 @@ static void test_lists_with_stopper(void)
 	percpu_free(l_off, sizeof(struct pcpu_list));
 }
 
+/* ---- Per-CPU arrays: batch moves with a stopper ------------------------------ */
+
+#define A_CAP	16
+
+struct pcpu_array {
+	struct percpu_ctl ctl;
+	uint32_t size, capacity;	/* struct percpu_array, after the ctl */
+	void *objects[A_CAP];
+};
+
+static pcpu_off_t a_off;
+
+/* The batch operations' contract, on one CPU: counts, order, limits. */
+static void test_array_batch_semantics(void)
+{
+	void *in[A_CAP + 4], *out[A_CAP + 4];
+	struct pcpu_array *a;
+	unsigned int k = 99, cpu;
+
+	a_off = percpu_alloc(sizeof(struct pcpu_array), 64);
+	for_each_possible_cpu(cpu)
+		((struct pcpu_array *)per_cpu_ptr(a_off, cpu))->capacity = A_CAP;
+	migrate_to(0);
+	for (int i = 0; i < A_CAP + 4; i++)
+		in[i] = &nodes[i];
+	CHECK_EQ(this_cpu_array_pop_batch(a_off, out, 4, &k), RSEQ_FAIL);	/* empty */
+	CHECK_EQ(this_cpu_array_push_batch(a_off, in, 0, &k), RSEQ_FAIL);	/* nothing */
+	CHECK_EQ(this_cpu_array_push_batch(a_off, in, 5, &k), RSEQ_OK);
+	CHECK_EQ(k, 5);
+	/* As many as fit: 11 of 15. */
+	CHECK_EQ(this_cpu_array_push_batch(a_off, in + 5, 15, &k), RSEQ_OK);
+	CHECK_EQ(k, A_CAP - 5);
+	CHECK_EQ(this_cpu_array_push_batch(a_off, in, 1, &k), RSEQ_FAIL);	/* full */
+	cpu = raw_smp_processor_id();
+	a = per_cpu_ptr(a_off, cpu);
+	CHECK_EQ(a->size, A_CAP);
+	for (int i = 0; i < A_CAP; i++)
+		CHECK(a->objects[i] == in[i]);
+	/* The top 3, in array order; max 0 takes nothing. */
+	CHECK_EQ(this_cpu_array_pop_batch(a_off, out, 0, &k), RSEQ_FAIL);
+	CHECK_EQ(this_cpu_array_pop_batch(a_off, out, 3, &k), RSEQ_OK);
+	CHECK_EQ(k, 3);
+	CHECK(out[0] == in[A_CAP - 3] && out[2] == in[A_CAP - 1]);
+	CHECK_EQ(a->size, A_CAP - 3);
+	/* More than there are: all of them. */
+	CHECK_EQ(this_cpu_array_pop_batch(a_off, out, 64, &k), RSEQ_OK);
+	CHECK_EQ(k, A_CAP - 3);
+	CHECK(out[0] == in[0]);
+	CHECK_EQ(a->size, 0);
+	unpin();
+}
+
+/*
+ * Nodes circulate between per-CPU arrays in batches (pop up to 5, own
+ * each, push them back, wherever the thread runs now) while a stopper
+ * stops CPUs and reverses their arrays. A node taken twice, or lost,
+ * shows up as a failed ownership claim or a wrong final count.
+ */
+static void *array_thread(void *arg)
+{
+	struct hammer *h = arg;
+	void *buf[8];
+
+	for (unsigned long i = 0; i < h->ops; i++) {
+		unsigned int k = 0, put, done = 0;
+		enum rseq_result r;
+
+		if (i % 64 == 0)
+			migrate_to(h->id + (int)(i / 64));
+		r = this_cpu_array_pop_batch(a_off, buf, 1 + i % 5, &k);
+		if (r == RSEQ_STOPPED)
+			percpu_wait_stopped(a_off);
+		if (r != RSEQ_OK) {
+			sched_yield();
+			continue;
+		}
+		for (unsigned int j = 0; j < k; j++) {
+			struct node *n = buf[j];
+			int zero = 0;
+
+			if (!__atomic_compare_exchange_n(&n->owner, &zero, h->id + 1,
+							 false, __ATOMIC_ACQ_REL,
+							 __ATOMIC_RELAXED))
+				__atomic_fetch_add(&dup_claims, 1, __ATOMIC_RELAXED);
+			n->visits++;
+			__atomic_store_n(&n->owner, 0, __ATOMIC_RELEASE);
+		}
+		/* Back, as many as fit each time, wherever we run now. */
+		while (done < k) {
+			r = this_cpu_array_push_batch(a_off, buf + done, k - done, &put);
+			if (r == RSEQ_OK)
+				done += put;
+			else if (r == RSEQ_STOPPED)
+				percpu_wait_stopped(a_off);
+			else
+				migrate_to(h->id + (int)(i / 64) + (int)done + 1);
+		}
+		h->ok += k;
+	}
+	return NULL;
+}
+
+static void *array_stopper(void *arg)
+{
+	unsigned int cpu = 0;
+
+	(void)arg;
+	while (!__atomic_load_n(&stop_running, __ATOMIC_ACQUIRE)) {
+		struct pcpu_array *a;
+
+		cpu = (cpu + 1) % nr_cpu_ids;
+		percpu_stop(a_off, cpu);
+		a = per_cpu_ptr(a_off, cpu);
+		for (uint32_t i = 0; i < a->size; i++)
+			if (__atomic_load_n(&((struct node *)a->objects[i])->owner,
+					    __ATOMIC_ACQUIRE))
+				__atomic_fetch_add(&dup_claims, 1, __ATOMIC_RELAXED);
+		for (uint32_t i = 0, j = a->size; i + 1 < j; i++, j--) {
+			void *t = a->objects[i];
+
+			a->objects[i] = a->objects[j - 1];
+			a->objects[j - 1] = t;
+		}
+		percpu_resume(a_off, cpu);
+		stops++;
+		if (stops % 16 == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+static void test_arrays_with_stopper(void)
+{
+	enum { PER_CPU = A_CAP / 2 };
+	struct hammer h[nthreads];
+	unsigned long visits = 0, ok = 0, total = 0;
+	unsigned int cpu, nr = 0;
+	pthread_t stopper;
+
+	/* Half-full arrays: room to push back on any CPU, most of the time. */
+	for_each_possible_cpu(cpu) {
+		struct pcpu_array *a = per_cpu_ptr(a_off, cpu);
+
+		a->size = 0;
+		for (int i = 0; i < PER_CPU && nr < NR_NODES; i++, nr++) {
+			nodes[nr].owner = 0;
+			nodes[nr].visits = 0;
+			a->objects[a->size++] = &nodes[nr];
+		}
+	}
+	stop_running = 0;
+	dup_claims = stops = 0;
+	pthread_create(&stopper, NULL, array_stopper, NULL);
+	run_threads(array_thread, h, 100000 / SCALE);
+	__atomic_store_n(&stop_running, 1, __ATOMIC_RELEASE);
+	pthread_join(stopper, NULL);
+
+	CHECK_EQ(dup_claims, 0);
+	CHECK(stops > 0);
+	for_each_possible_cpu(cpu) {
+		struct pcpu_array *a = per_cpu_ptr(a_off, cpu);
+
+		CHECK(a->size <= A_CAP);
+		for (uint32_t i = 0; i < a->size; i++) {
+			struct node *n = a->objects[i];
+
+			CHECK(n >= nodes && n < nodes + nr);
+			total++;
+		}
+	}
+	CHECK_EQ(total, nr);
+	for (unsigned int i = 0; i < nr; i++)
+		visits += nodes[i].visits;
+	for (int i = 0; i < nthreads; i++)
+		ok += h[i].ok;
+	CHECK_EQ(visits, ok);
+	percpu_free(a_off, sizeof(struct pcpu_array));
+}
+
 int main(void)
 {
 	test_cpus_init();
@@ -414,5 +593,7 @@ int main(void)
 	TEST(test_cmpxchg_threads);
 	TEST(test_lock);
 	TEST(test_lists_with_stopper);
+	TEST(test_array_batch_semantics);
+	TEST(test_arrays_with_stopper);
 	return test_done();
 }
