@@ -324,7 +324,7 @@ void flush_all_sheaves(struct kmem_cache *s)
  * Set the sheaf capacity of every CPU (0: no sheaves). The hint the fast
  * paths read first goes off before the CPUs' capacities and on after, so
  * a fast path that read a stale hint only fails over to the slow path,
- * which reads the CPU's own capacity under its lock.
+ * whose sequences check the CPU's own capacity.
  */
 int set_sheaf_capacity(struct kmem_cache *s, unsigned int capacity)
 {

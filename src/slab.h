@@ -164,14 +164,16 @@ struct kmem_cache_cpu {
  * Sheaves (Vlastimil Babka, "SLUB percpu sheaves", Linux 6.18): a per-CPU
  * array of free objects in front of the slabs. Frees push to it and
  * allocations pop from it, one restartable sequence each, whichever slab
- * the object belongs to; only a full or empty sheaf goes below, a sheaf's
- * worth at a time. Objects in a sheaf count as in use in their slab.
+ * the object belongs to; only a full or empty sheaf goes below, half a
+ * sheaf at a time. Objects in a sheaf count as in use in their slab.
  *
  * The CPU's main sheaf is inline in its per-CPU area (a struct
  * percpu_array): size, capacity and objects are fast-path state, under
- * the invariant of percpu.h with the sheaves' own percpu_ctl, so that the
- * sheaf slow paths may call into the slab paths below (lock order: CPU
- * sheaves lock -> CPU slab lock -> list_lock -> zone->lock).
+ * the invariant of percpu.h with the sheaves' own percpu_ctl. The slow
+ * paths change it with batch sequences too, and hold no lock while they
+ * call into the slab paths below; only flushing and resizing stop a CPU
+ * (lock order: CPU sheaves lock -> CPU slab lock -> list_lock ->
+ * zone->lock).
  */
 #define SHEAF_MAX_CAPACITY	64
 #define MAX_FULL_SHEAVES	10	/* per barn, as the kernel */
