@@ -41,21 +41,47 @@ int slub_kmalloc_fine_default = 1;
 /*
  * The thread that brings libslub up may call malloc itself (glibc's
  * pthread_atfork can). Those few requests come from a static area and are
- * never freed.
+ * never freed. Each block has its size in the 16 bytes before it, so
+ * that realloc() copies it and malloc_usable_size() tells it; a block
+ * whose size is a power of two up to a page is aligned to it, as kmalloc's
+ * power-of-two caches are (what the aligned calls rely on).
  */
-static char boot_area[64 << 10] __aligned(16);
+static char boot_area[64 << 10] __aligned(PAGE_SIZE);
 static size_t boot_used;
 static __thread int in_malloc_init;
 
-static void *boot_alloc(size_t size)
-{
-	size_t off = __atomic_fetch_add(&boot_used, ALIGN(size, 16), __ATOMIC_RELAXED);
+#define BOOT_HDR	16
 
-	if (off + size > sizeof(boot_area)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return boot_area + off;
+/* Not static: the drop-in's tests call it (malloc's bring-up cannot be redone). */
+void *malloc_boot_alloc(size_t size)
+{
+	size_t align = size >= MIN_MALLOC && size <= PAGE_SIZE && !(size & (size - 1)) ?
+		       size : MIN_MALLOC;
+	size_t off = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), start, end;
+
+	do {
+		start = ALIGN(off + BOOT_HDR, align);
+		end = start + ALIGN(size ? size : 1, MIN_MALLOC);
+		if (size > sizeof(boot_area) || end > sizeof(boot_area)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	} while (!__atomic_compare_exchange_n(&boot_used, &off, end, false,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	*(size_t *)(boot_area + start - BOOT_HDR) = size;
+	return boot_area + start;
+}
+
+/* A boot block's size; 0 for an address that is no block's start. */
+static size_t boot_size(const void *p)
+{
+	size_t off = (size_t)((const char *)p - boot_area), size;
+
+	if (off < BOOT_HDR || off % MIN_MALLOC ||
+	    off > __atomic_load_n(&boot_used, __ATOMIC_RELAXED))
+		return 0;
+	size = *(const size_t *)((const char *)p - BOOT_HDR);
+	return size <= sizeof(boot_area) - off ? size : 0;
 }
 
 static inline bool is_boot(const void *p)
@@ -235,7 +261,7 @@ static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp,
 
 	if (unlikely(!__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))) {
 		if (in_malloc_init)
-			return boot_alloc(size);
+			return malloc_boot_alloc(size);
 		if (malloc_init()) {
 			errno = ENOMEM;
 			return NULL;
@@ -247,7 +273,7 @@ static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp,
 		 * (SLUB_DEBUG's first backtrace() loads libgcc_s).
 		 */
 		if (!__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))
-			return boot_alloc(size);
+			return malloc_boot_alloc(size);
 	}
 	if (likely(size <= KMALLOC_MAX_CACHE_SIZE)) {
 		/* The request size is the kmalloc red zone's start (SLUB_DEBUG). */
@@ -337,7 +363,7 @@ static size_t usable_size(const void *p)
 	if (in_arena(p))
 		return ksize(p);
 	if (is_boot(p))
-		return 0;
+		return boot_size(p);
 	return huge_lookup(p, false);
 }
 

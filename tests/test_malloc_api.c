@@ -1268,6 +1268,47 @@ static void test_random_traffic(void)
 
 /* ---- The allocator's own consistency check -------------------------------- */
 
+/* The drop-in's bring-up allocator (src/malloc.c): it cannot be redone. */
+void *malloc_boot_alloc(size_t size);
+
+/*
+ * Blocks handed out while libslub comes up: realloc() moves their
+ * contents, malloc_usable_size() knows them, free() leaves them, and a
+ * power-of-two size is aligned to itself, as the aligned calls need.
+ */
+static void test_boot_blocks(void)
+{
+	unsigned char *p = malloc_boot_alloc(100), *q;
+	void *a = malloc_boot_alloc(256), *b = malloc_boot_alloc(4096);
+	void *z = malloc_boot_alloc(0);
+
+	CHECK(p && a && b && z);
+	if (!p || !a || !b || !z)
+		return;
+	CHECK_EQ((uintptr_t)p % 16, 0);
+	CHECK_EQ((uintptr_t)a % 256, 0);
+	CHECK_EQ((uintptr_t)b % 4096, 0);
+	CHECK_EQ(malloc_usable_size(p), 100);
+	CHECK_EQ(malloc_usable_size(b), 4096);
+	CHECK_EQ(malloc_usable_size(z), 0);
+	/* Not a block's start: no size, and nothing read past the area. */
+	CHECK_EQ(malloc_usable_size(p + 8), 0);
+	fill(p, 100, 3);
+	q = realloc(p, hide_size(300));
+	CHECK(q != NULL && q != p);
+	CHECK_EQ(check_fill(q, 100, 3), 100);
+	CHECK(ksize(q) >= 300);		/* a kmalloc object now */
+	free(q);
+	/* Shrinking keeps the block where it is, contents and all. */
+	fill(b, 4096, 4);
+	CHECK(realloc(b, hide_size(3000)) == b);
+	CHECK_EQ(check_fill(b, 3000, 4), 3000);
+	free(a);	/* boot blocks are never freed: no report, no effect */
+	free(b);
+	free(z);
+	CHECK_EQ((uintptr_t)a % 256, 0);
+}
+
 static void test_consistent(void)
 {
 	/* page_alloc/check walks every free list and block state. */
@@ -1308,6 +1349,7 @@ int main(void)
 	TEST(test_bad_free);
 	TEST(test_double_free);
 	TEST(test_random_traffic);
+	TEST(test_boot_blocks);
 	TEST(test_consistent);
 	return test_done();
 }
