@@ -285,23 +285,23 @@ struct kmem_cache {
 
 /*
  * The cache of every page of the arena that is in a slab, one byte a page
- * (an index into slab_cache_ids; 0: no slab, or a cache beyond the first
- * 255): what the drop-in's free looks up instead of struct page, 64 times
- * denser, so that it stays in L1 (tcmalloc's pagemap idea). Set when a
- * slab is made, cleared when it is freed.
+ * (a map id, the index into slab_fast[]; 0: no slab, or a cache beyond
+ * the first 255): what the drop-in's free looks up instead of struct
+ * page, 64 times denser, so that it stays in L1 (tcmalloc's pagemap
+ * idea). Set when a slab is made, cleared when it is freed.
  */
 #define MAX_MAP_IDS	256
 extern __internal uint8_t *slab_cache_map;
-extern __internal struct kmem_cache *slab_cache_ids[MAX_MAP_IDS];
 /* The arena's size in bytes while slab_cache_map is there; else 0. */
 extern __internal uintptr_t slab_map_limit;
 
 /*
  * What the drop-in's free needs of a cache, by map id, in one 32-byte
  * entry: one load after the map byte, not a pointer and then the cache.
- * A copy of the cache's own object check, kept by slab_fast_update(); an
- * id without a cache (0 among them) has check.mask 0, which fails every
- * object check, so a free never goes further on it.
+ * A copy of the cache's own object check, kept by slab_fast_update(), and
+ * the cache itself, which also marks the id taken; an id without a cache
+ * (0 among them) has check.mask 0, which fails every object check, so a
+ * free never goes further on it.
  */
 struct slab_fast {
 	struct object_check check;

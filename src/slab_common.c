@@ -26,7 +26,6 @@ static struct kmem_cache *kmem_cache;
 
 uint8_t *slab_cache_map;
 uintptr_t slab_map_limit;
-struct kmem_cache *slab_cache_ids[MAX_MAP_IDS];
 struct slab_fast slab_fast[MAX_MAP_IDS];
 pcpu_off_t sheaf_slots;
 
@@ -57,7 +56,7 @@ static unsigned int free_map_id(void)
 	if (!slab_cache_map || !sheaf_slots)
 		return 0;
 	for (unsigned int id = 1; id < MAX_MAP_IDS; id++)
-		if (!slab_cache_ids[id])
+		if (!slab_fast[id].cache)
 			return id;
 	return 0;
 }
@@ -65,10 +64,8 @@ static unsigned int free_map_id(void)
 /* The cache is complete: frees may find it through the map from now on. */
 static void publish_map_id(struct kmem_cache *s)
 {
-	if (!s->map_id)
-		return;
-	slab_fast_update(s);
-	WRITE_ONCE(slab_cache_ids[s->map_id], s);
+	if (s->map_id)
+		slab_fast_update(s);
 }
 
 /*
@@ -578,7 +575,6 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	if (s->map_id) {
 		WRITE_ONCE(slab_fast[s->map_id].check.mask, 0);
 		WRITE_ONCE(slab_fast[s->map_id].cache, NULL);
-		WRITE_ONCE(slab_cache_ids[s->map_id], NULL);
 	}
 	slub_unlock(&slab_mutex);
 	kmem_cache_free(kmem_cache, s);

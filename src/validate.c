@@ -703,15 +703,15 @@ static int collect_caches(struct vstate *v)
 	return 0;
 }
 
-/* The map ids name each cache once (slab_cache_ids, set under slab_mutex). */
+/* The map ids name each cache once (slab_fast[].cache, set under slab_mutex). */
 static void check_map_ids(struct vstate *v)
 {
 	for (unsigned int i = 0; i < v->nr_caches; i++) {
 		struct kmem_cache *s = v->vc[i].s;
 
-		if (s->map_id && READ_ONCE(slab_cache_ids[s->map_id]) != s)
+		if (s->map_id && READ_ONCE(slab_fast[s->map_id].cache) != s)
 			verr(v, "%s: map id %u names cache %p", s->name, s->map_id,
-			     (void *)READ_ONCE(slab_cache_ids[s->map_id]));
+			     (void *)READ_ONCE(slab_fast[s->map_id].cache));
 	}
 }
 
