@@ -112,10 +112,45 @@ static void barn_put_empty(struct node_barn *barn, struct slab_sheaf *sheaf)
 
 /* ---- Between sheaves and slabs ---------------------------------------------------- */
 
+/*
+ * Objects back to their slabs: those of one slab are chained and freed
+ * with one __slab_free(), one compare-and-swap (and at most one
+ * list_lock) instead of one each: the kernel's build_detached_freelist()
+ * for kmem_cache_free_bulk() (Jesper Dangaard Brouer, Linux 4.6). Objects
+ * are taken from the end of the array; the scan for more of the same
+ * slab gives up after 3 others in a row, as the kernel's does. objs is
+ * reordered.
+ */
 static void free_to_slabs(struct kmem_cache *s, void **objs, unsigned int n)
 {
-	for (unsigned int i = 0; i < n; i++)
-		slab_free_slab(s, virt_to_slab(objs[i]), objs[i]);
+	unsigned int left = n;
+
+	while (left) {
+		void *head = objs[--left], *tail = head;
+		struct slab *slab = virt_to_slab(head);
+		unsigned int cnt = 1, miss = 0, i = left;
+
+		while (i-- > 0 && miss < 3) {
+			void *o = objs[i];
+
+			if (virt_to_slab(o) != slab) {
+				miss++;
+				continue;
+			}
+			/* The hardened set_freepointer()'s check: no object is its own next. */
+			if (unlikely(o == head)) {
+				report_double_free(s, o);
+			} else {
+				set_freepointer(s, o, head);
+				head = o;
+				cnt++;
+			}
+			miss = 0;
+			/* The last object not yet taken fills the hole. */
+			objs[i] = objs[--left];
+		}
+		__slab_free(s, slab, head, tail, (int)cnt);
+	}
 	stat_add(s, SHEAF_FLUSH, n);
 }
 
