@@ -125,6 +125,12 @@ static void free_to_slabs(struct kmem_cache *s, void **objs, unsigned int n)
 {
 	unsigned int left = n;
 
+	/* Debug caches check each object on its own (they have no sheaves). */
+	if (unlikely(kmem_cache_debug(s))) {
+		for (unsigned int i = 0; i < n; i++)
+			slab_free_slab(s, virt_to_slab(objs[i]), objs[i]);
+		left = 0;
+	}
 	while (left) {
 		void *head = objs[--left], *tail = head;
 		struct slab *slab = virt_to_slab(head);
