@@ -34,7 +34,7 @@ static const unsigned int fine_classes[] = {
 /* The kernel's names: kmalloc-1k for 1024, kmalloc-1280 for 1280. */
 static void class_name(char *buf, size_t len, unsigned int size)
 {
-	if (size >= 1024 && !(size & 1023) && !(size & (size - 1)))
+	if (size >= 1024 && !(size & (size - 1)))
 		snprintf(buf, len, "kmalloc-%uk", size >> 10);
 	else
 		snprintf(buf, len, "kmalloc-%u", size);
