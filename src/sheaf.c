@@ -401,9 +401,9 @@ void init_sheaves(struct kmem_cache *s, unsigned int capacity)
 /*
  * The capacity a new cache starts with: 64 objects, fewer for objects
  * over 1 KiB (64 KiB of them per CPU, at least 8); none for the
- * historical presets. Smaller sheaves hit their ends more often: the
- * drop-in's random-size churn loses a third of its speed at 4, and 6%
- * at 32 (its producer/consumer a fifth).
+ * historical presets. Smaller sheaves hit their ends more often: in the
+ * drop-in's random-size churn kmalloc-1k swapped with the barn 3,881
+ * times per 10M operations at 32 and 950 at 64.
  */
 unsigned int default_sheaf_capacity(const struct kmem_cache *s)
 {
