@@ -240,16 +240,19 @@ static inline unsigned int oo_objects(struct kmem_cache_order_objects x)
 /*
  * Is a freed pointer the start of an object? Every slab is a buddy block,
  * aligned to its size, so while all slabs of a cache have one order the
- * offset is p & mask (mask 0: mixed orders, ask struct page). With size =
- * odd << shift, the offset is a multiple of size iff its product with
- * odd's inverse mod 2^32 (inv), rotated right by shift, is at most
- * limit = (2^32 - 1) / size (Hacker's Delight, 10-17: the rotation moves
- * any low bits that make it no multiple of 2^shift to the top); and it is
- * an object if it is below end, the last object's end.
+ * offset is p & mask. With size = odd << shift, the offset is a multiple
+ * of size iff its product with odd's inverse mod 2^32 (inv), rotated
+ * right by shift, is at most (2^32 - 1) / size, and then that product is
+ * the object's index (Hacker's Delight, 10-17: the rotation moves any low
+ * bits that make it no multiple of 2^shift to the top). A slab holds
+ * fewer objects than that bound, so one compare, index < objects, tells
+ * both. objects 0 turns the check off (mixed orders, debug caches, a
+ * free map id): then object_start() decides from struct page.
  */
 struct object_check {
 	uint32_t mask;
-	uint32_t inv, limit, end;
+	uint32_t inv;
+	uint32_t objects;
 	uint8_t shift;
 };
 
@@ -300,7 +303,7 @@ extern __internal uintptr_t slab_map_limit;
  * entry: one load after the map byte, not a pointer and then the cache.
  * A copy of the cache's own object check, kept by slab_fast_update(), and
  * the cache itself, which also marks the id taken; an id without a cache
- * (0 among them) has check.mask 0, which fails every object check, so a
+ * (0 among them) has check.objects 0, which fails every object check, so a
  * free never goes further on it.
  */
 struct slab_fast {

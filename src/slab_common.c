@@ -31,20 +31,19 @@ pcpu_off_t sheaf_slots;
 
 /*
  * Copy s's object check and CPU sheaf to the entry of its new map id. The
- * entry is unused (mask 0 since its last cache was destroyed), and the
- * mask goes last: a free that reads a mask finds the constants that go
+ * entry is unused (objects 0 since its last cache was destroyed), and
+ * objects goes last: a free that reads it finds the constants that go
  * with it.
  */
 static void slab_fast_update(struct kmem_cache *s)
 {
 	struct slab_fast *f = &slab_fast[s->map_id];
 
+	f->check.mask = s->check.mask;
 	f->check.inv = s->check.inv;
-	f->check.limit = s->check.limit;
-	f->check.end = s->check.end;
 	f->check.shift = s->check.shift;
 	f->cache = s;
-	__atomic_store_n(&f->check.mask, s->check.mask, __ATOMIC_RELEASE);
+	__atomic_store_n(&f->check.objects, s->check.objects, __ATOMIC_RELEASE);
 }
 
 /*
@@ -91,9 +90,9 @@ static pcpu_off_t alloc_cpu_sheaves(struct kmem_cache *s)
  */
 void object_check_off(struct kmem_cache *s)
 {
-	WRITE_ONCE(s->check.mask, 0);
+	WRITE_ONCE(s->check.objects, 0);
 	if (s->map_id)
-		WRITE_ONCE(slab_fast[s->map_id].check.mask, 0);
+		WRITE_ONCE(slab_fast[s->map_id].check.objects, 0);
 }
 
 /* ---- Sizing ------------------------------------------------------------------ */
@@ -270,10 +269,10 @@ void set_object_check(struct kmem_cache *s)
 		inv *= 2 - odd * inv;
 	s->check.shift = (uint8_t)shift;
 	s->check.inv = inv;
-	s->check.limit = UINT32_MAX / s->size;
-	s->check.end = oo_objects(s->oo) * s->size;
+	s->check.mask = (uint32_t)(PAGE_SIZE << order) - 1;
 	/* Debug caches: objects after a red zone, and checks of their own. */
-	WRITE_ONCE(s->check.mask, kmem_cache_debug(s) ? 0 : (uint32_t)(PAGE_SIZE << order) - 1);
+	__atomic_store_n(&s->check.objects, kmem_cache_debug(s) ? 0 : oo_objects(s->oo),
+			 __ATOMIC_RELEASE);
 }
 
 /* The kernel's set_cpu_partial(): how much to keep on CPU partial lists. */
@@ -573,7 +572,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	slab_sysfs_remove(s);
 	free_percpu_state(s);
 	if (s->map_id) {
-		WRITE_ONCE(slab_fast[s->map_id].check.mask, 0);
+		WRITE_ONCE(slab_fast[s->map_id].check.objects, 0);
 		WRITE_ONCE(slab_fast[s->map_id].cache, NULL);
 	}
 	slub_unlock(&slab_mutex);

@@ -191,16 +191,12 @@ void report_invalid_pointer(struct kmem_cache *s, const void *obj,
 static __always_inline bool object_start_fast(const struct object_check *c,
 					      const void *obj)
 {
-	/* Acquire: the constants were written before the mask (slab_common.c). */
-	uint32_t mask = __atomic_load_n(&c->mask, __ATOMIC_ACQUIRE);
-	uint32_t off = (uint32_t)(uintptr_t)obj & mask;
+	/* Acquire: the constants were written before objects (slab_common.c). */
+	uint32_t objects = __atomic_load_n(&c->objects, __ATOMIC_ACQUIRE);
+	uint32_t q = ((uint32_t)(uintptr_t)obj & c->mask) * c->inv;
 
-	uint32_t q = off * c->inv;
-
-	if (unlikely(!mask))
-		return false;
 	q = (q >> c->shift) | (q << ((32 - c->shift) & 31));	/* ror */
-	return q <= c->limit && off < c->end;
+	return q < objects;
 }
 
 /* Sheaves (sheaf.c). */

@@ -432,7 +432,7 @@ static void test_object_check(void)
 		slab = virt_to_slab(o);
 		base = page_address((struct page *)slab);
 		nr = oo_objects(s->oo);
-		CHECK(s->check.mask != 0);
+		CHECK(s->check.objects != 0);
 		for (unsigned int k = 0; k < nr; k++) {
 			char *obj = base + (size_t)k * s->size;
 
@@ -460,11 +460,11 @@ static struct kmem_cache *map_cache(const void *p)
 	const struct slab_fast *f = &slab_fast[id];
 
 	/* An entry with a cache is a copy of the cache's own fields. */
-	if (f->cache && f->check.mask) {
+	if (f->cache && f->check.objects) {
 		CHECK_EQ(f->cache->map_id, id);
 		CHECK_EQ(f->cache->cpu_sheaves, sheaf_slot(id));
 		CHECK_EQ(f->check.mask, f->cache->check.mask);
-		CHECK_EQ(f->check.end, f->cache->check.end);
+		CHECK_EQ(f->check.objects, f->cache->check.objects);
 	}
 	return id ? f->cache : NULL;
 }
