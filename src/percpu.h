@@ -394,6 +394,16 @@ static __always_inline struct slub_rseq_abi *rseq_fast(void)
 	return NULL;
 }
 
+/*
+ * The same for callers that have tested percpu_state.fast themselves:
+ * the area with no NULL for the compiler to test the sum against.
+ */
+static __always_inline struct slub_rseq_abi *rseq_area(void)
+{
+	return (struct slub_rseq_abi *)((char *)arch_thread_pointer() +
+					percpu_state.rseq_offset);
+}
+
 /* rseq_fast()'s area in hand: this_cpu_add(), this_cpu_array_pop/push(). */
 static __always_inline void rseq_add(struct slub_rseq_abi *rs, pcpu_off_t off,
 				     long v)

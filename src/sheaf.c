@@ -246,6 +246,11 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 	return object;
 }
 
+__noinline void sheaf_free_stat(unsigned int map_id)
+{
+	stat(READ_ONCE(slab_fast[map_id].cache), FREE_PCS);
+}
+
 /*
  * The CPU sheaf was full or stopped: move its objects into an empty sheaf
  * from the barn (one sequence), put object in the CPU sheaf, and the full

@@ -223,6 +223,9 @@ static __always_inline void rseq_stat(struct slub_rseq_abi *rs,
 #endif
 }
 
+/* FREE_PCS for sheaf_free_fast(), out of line: statistics are rare. */
+void sheaf_free_stat(unsigned int map_id);
+
 /*
  * The sheaf fast paths alone, for callers with a slow path of their own
  * (the drop-in malloc): false means "take slab_alloc()/slab_free()",
@@ -232,10 +235,8 @@ static __always_inline void rseq_stat(struct slub_rseq_abi *rs,
  */
 static __always_inline bool sheaf_alloc_fast(pcpu_off_t sheaf, void **object)
 {
-	struct slub_rseq_abi *rs = rseq_fast();
-
-	if (unlikely(!rs) ||
-	    unlikely(rseq_array_pop(rs, sheaf, object) != RSEQ_OK))
+	if (unlikely(!percpu_state.fast) ||
+	    unlikely(rseq_array_pop(rseq_area(), sheaf, object) != RSEQ_OK))
 		return false;
 	return true;	/* the caller counts ALLOC_PCS: it knows the cache */
 }
@@ -246,13 +247,16 @@ static __always_inline bool sheaf_alloc_fast(pcpu_off_t sheaf, void **object)
  */
 static __always_inline bool sheaf_free_fast(unsigned int map_id, void *object)
 {
-	struct slub_rseq_abi *rs = rseq_fast();
 	const struct slab_fast *f = &slab_fast[map_id];
 
-	if (unlikely(!rs) || unlikely(!object_start_fast(&f->check, object)) ||
-	    unlikely(rseq_array_push(rs, sheaf_slot(map_id), object) != RSEQ_OK))
+	if (unlikely(!percpu_state.fast) ||
+	    unlikely(!object_start_fast(&f->check, object)) ||
+	    unlikely(rseq_array_push(rseq_area(), sheaf_slot(map_id), object) != RSEQ_OK))
 		return false;
-	rseq_stat(rs, f->cache, FREE_PCS);
+#ifndef SLUB_NO_STATS
+	if (unlikely(READ_ONCE(slub_stats_on)))
+		sheaf_free_stat(map_id);
+#endif
 	return true;
 }
 
