@@ -404,15 +404,7 @@ static __always_inline struct slub_rseq_abi *rseq_area(void)
 					percpu_state.rseq_offset);
 }
 
-/* rseq_fast()'s area in hand: this_cpu_add(), this_cpu_array_pop/push(). */
-static __always_inline void rseq_add(struct slub_rseq_abi *rs, pcpu_off_t off,
-				     long v)
-{
-	char *p = pcpu_base + off;
-	RSEQ_RESTART_POINT(abort);
-	ARCH_RSEQ_ADDV(rs, p, v, PERCPU_UNIT_SHIFT, abort);
-}
-
+/* rseq_fast()'s area in hand: this_cpu_array_pop/push(). */
 static __always_inline enum rseq_result
 rseq_array_pop(struct slub_rseq_abi *rs, pcpu_off_t ctl, void **load)
 {

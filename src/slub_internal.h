@@ -210,19 +210,6 @@ unsigned int default_sheaf_capacity(const struct kmem_cache *s);
 unsigned long sheaves_objects(struct kmem_cache *s, unsigned long *barn_full);
 int sheaves_init(void);
 
-/* stat() with the rseq area in hand (fast paths of rseq_fast() users). */
-static __always_inline void rseq_stat(struct slub_rseq_abi *rs,
-				      const struct kmem_cache *s,
-				      enum stat_item si)
-{
-#ifndef SLUB_NO_STATS
-	if (READ_ONCE(slub_stats_on))
-		rseq_add(rs, stat_off(s, si), 1);
-#else
-	(void)rs; (void)s; (void)si;
-#endif
-}
-
 /* FREE_PCS for sheaf_free_fast(), out of line: statistics are rare. */
 void sheaf_free_stat(unsigned int map_id);
 
