@@ -6,15 +6,34 @@
  * cpus when calculating slab order", 2021).
  *
  * Read with open/read, not stdio: this runs inside the first allocation.
+ * Nor with strtoul, sysconf or sched_getaffinity's CPU_COUNT: each would
+ * fault another 64 KiB window of libc's text into every process that
+ * preloads the drop-in (sysconf alone walks /sys with opendir).
  */
 #include <fcntl.h>
-#include <sched.h>
-#include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "percpu.h"
 
 struct slub_cpus slub_cpus;
+
+/* A decimal number at *s, or -1 when there is none or it is too large. */
+static long parse_uint(const char **s)
+{
+	const char *p = *s;
+	long v = 0;
+
+	if (*p < '0' || *p > '9')
+		return -1;
+	while (*p >= '0' && *p <= '9') {
+		v = v * 10 + (*p++ - '0');
+		if (v >= 1L << 20)
+			return -1;
+	}
+	*s = p;
+	return v;
+}
 
 int cpulist_parse(const char *s, unsigned int *max_cpu)
 {
@@ -22,20 +41,16 @@ int cpulist_parse(const char *s, unsigned int *max_cpu)
 	bool any = false;
 
 	while (*s && *s != '\n') {
-		char *end;
-		unsigned long a = strtoul(s, &end, 10), b = a;
+		long a = parse_uint(&s), b = a;
 
-		if (end == s)
+		if (a < 0)
 			return -1;
-		s = end;
 		if (*s == '-') {
-			b = strtoul(s + 1, &end, 10);
-			if (end == s + 1 || b < a)
+			s++;
+			b = parse_uint(&s);
+			if (b < a)
 				return -1;
-			s = end;
 		}
-		if (b >= 1u << 20)
-			return -1;
 		count += (unsigned int)(b - a + 1);
 		if (!any || b > hi)
 			hi = (unsigned int)b;
@@ -74,23 +89,35 @@ static int read_cpulist(const char *name, unsigned int *max_cpu)
 	return cpulist_parse(buf, max_cpu);
 }
 
+/* CPUs in the calling thread's affinity mask, or 0 when it cannot be read. */
+static unsigned int affinity_count(void)
+{
+	unsigned long mask[1024 / (8 * sizeof(long))] = { 0 };
+	long n = syscall(SYS_sched_getaffinity, 0, sizeof(mask), mask);
+	unsigned int count = 0;
+
+	/* The raw call returns the bytes it wrote. */
+	for (long i = 0; i < n / (long)sizeof(long); i++)
+		count += (unsigned int)__builtin_popcountl(mask[i]);
+	return count;
+}
+
 int slub_cpus_init(void)
 {
 	unsigned int max_cpu = 0;
-	long conf = sysconf(_SC_NPROCESSORS_CONF);
 	int possible, present, online;
-	cpu_set_t set;
 
-	if (conf < 1)
-		conf = 1;
+	/*
+	 * The possible mask bounds every CPU number the kernel can report in
+	 * rseq; sysconf's count of /sys entries is only the fallback.
+	 */
 	possible = read_cpulist("possible", &max_cpu);
 	if (possible < 1) {
-		possible = (int)conf;
-		max_cpu = (unsigned int)conf - 1;
+		long conf = sysconf(_SC_NPROCESSORS_CONF);
+
+		possible = conf > 1 ? (int)conf : 1;
+		max_cpu = (unsigned int)possible - 1;
 	}
-	/* Never fewer ids than the CPUs the kernel may report in rseq. */
-	if ((long)max_cpu + 1 < conf)
-		max_cpu = (unsigned int)conf - 1;
 	slub_cpus.nr_ids = max_cpu + 1;
 	slub_cpus.possible = (unsigned int)possible;
 
@@ -99,10 +126,8 @@ int slub_cpus_init(void)
 	online = read_cpulist("online", NULL);
 	slub_cpus.online = online > 0 ? (unsigned int)online : slub_cpus.present;
 
-	CPU_ZERO(&set);
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		slub_cpus.affinity = (unsigned int)CPU_COUNT(&set);
-	else
+	slub_cpus.affinity = affinity_count();
+	if (!slub_cpus.affinity)
 		slub_cpus.affinity = slub_cpus.online;
 	return 0;
 }

@@ -31,13 +31,29 @@ static const unsigned int fine_classes[] = {
 	3584, 4096, 5120, 6144, 7168, 8192,
 };
 
-/* The kernel's names: kmalloc-1k for 1024, kmalloc-1280 for 1280. */
-static void class_name(char *buf, size_t len, unsigned int size)
+/*
+ * The kernel's names: kmalloc-1k for 1024, kmalloc-1280 for 1280. Written
+ * by hand: snprintf would fault printf's share of libc's text into every
+ * process that only preloads the drop-in.
+ */
+static void class_name(char *buf, unsigned int size)
 {
-	if (size >= 1024 && !(size & (size - 1)))
-		snprintf(buf, len, "kmalloc-%uk", size >> 10);
-	else
-		snprintf(buf, len, "kmalloc-%u", size);
+	static const char prefix[] = "kmalloc-";
+	char digits[12];
+	bool k = size >= 1024 && !(size & (size - 1));
+	unsigned int v = k ? size >> 10 : size, n = 0;
+
+	do {
+		digits[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	memcpy(buf, prefix, sizeof(prefix) - 1);
+	buf += sizeof(prefix) - 1;
+	while (n)
+		*buf++ = digits[--n];
+	if (k)
+		*buf++ = 'k';
+	*buf = '\0';
 }
 
 int kmalloc_init(void)
@@ -49,7 +65,7 @@ int kmalloc_init(void)
 	char name[32];
 
 	for (unsigned int i = 0; i < nr; i++) {
-		class_name(name, sizeof(name), sizes[i]);
+		class_name(name, sizes[i]);
 		kmalloc_caches[i] = create_kmalloc_cache(name, sizes[i]);
 		if (!kmalloc_caches[i])
 			return -ENOMEM;

@@ -365,7 +365,10 @@ static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 			       unsigned int align, slab_flags_t flags,
 			       void (*ctor)(void *))
 {
-	snprintf(s->name_buf, sizeof(s->name_buf), "%s", name);
+	size_t len = strnlen(name, sizeof(s->name_buf) - 1);
+
+	memcpy(s->name_buf, name, len);
+	s->name_buf[len] = '\0';
 	s->name = s->name_buf;
 	s->object_size = size;
 	s->flags = kmem_cache_flags(flags, name);
