@@ -237,6 +237,18 @@ static void free_pcppages_bulk(struct per_cpu_pages *pcp, int count)
 	pcp->free_pindex = pindex;
 }
 
+/*
+ * A CPU's lists are set up by the first allocation or free on it (pcp lock
+ * held), not for every possible CPU at start: that would back a page of
+ * the per-CPU area of CPUs the process never runs on.
+ */
+static inline void pcp_init_lists(struct per_cpu_pages *pcp)
+{
+	if (unlikely(!pcp->lists[0].next))
+		for (int i = 0; i < NR_PCP_LISTS; i++)
+			INIT_LIST_HEAD(&pcp->lists[i]);
+}
+
 static struct page *rmqueue_pcplist(struct per_cpu_pages *pcp, unsigned int order)
 {
 	struct list_head *list = &pcp->lists[order];
@@ -278,7 +290,10 @@ static struct page *rmqueue(unsigned int order)
 		struct per_cpu_pages *pcp = pcp_ptr(cpu);
 
 		if (slub_trylock(&pcp->ctl.lock)) {
-			struct page *page = rmqueue_pcplist(pcp, order);
+			struct page *page;
+
+			pcp_init_lists(pcp);
+			page = rmqueue_pcplist(pcp, order);
 
 			slub_unlock(&pcp->ctl.lock);
 			return page;
@@ -303,6 +318,7 @@ static void free_unref_page(struct page *page, unsigned int order)
 		struct per_cpu_pages *pcp = pcp_ptr(cpu);
 
 		if (slub_trylock(&pcp->ctl.lock)) {
+			pcp_init_lists(pcp);
 			pa_stat(PCP_FREE);
 			set_page_state(page, PGTY_PCP, order);
 			list_add(&page->lru, &pcp->lists[order]);

@@ -22,6 +22,13 @@ char *pcpu_base;
 #define PCPU_GRAINS	(PERCPU_UNIT_SIZE / PCPU_GRAIN)
 
 static uint64_t pcpu_map[PCPU_GRAINS / 64];
+/*
+ * Grains ever handed out. The others are still the zero pages of the
+ * mmap, on every CPU: percpu_alloc() need not zero them, and must not,
+ * since writing them would back a page of every possible CPU's area for
+ * every new cache, whether or not a thread ever runs there.
+ */
+static uint64_t pcpu_dirty[PCPU_GRAINS / 64];
 static struct slub_lock pcpu_alloc_lock = SLUB_LOCK_INIT;
 
 int percpu_init(void)
@@ -52,12 +59,25 @@ static void grains_set(size_t g, size_t n, bool used)
 	}
 }
 
+/* Were any of grains g..g+n-1 used before? Marks them used from now on. */
+static bool grains_dirty(size_t g, size_t n)
+{
+	bool dirty = false;
+
+	for (size_t i = g; i < g + n; i++) {
+		dirty |= (pcpu_dirty[i / 64] >> (i % 64)) & 1;
+		pcpu_dirty[i / 64] |= 1ULL << (i % 64);
+	}
+	return dirty;
+}
+
 static pcpu_off_t __percpu_alloc(size_t size, size_t align, bool zero)
 {
 	size_t n = (size + PCPU_GRAIN - 1) / PCPU_GRAIN;
 	size_t step = align > PCPU_GRAIN ? align / PCPU_GRAIN : 1;
 	pcpu_off_t off = 0;
 	unsigned int cpu;
+	bool dirty = false;
 
 	if (!size || n > PCPU_GRAINS)
 		return 0;
@@ -69,12 +89,13 @@ static pcpu_off_t __percpu_alloc(size_t size, size_t align, bool zero)
 			;
 		if (i == n) {
 			grains_set(g, n, true);
+			dirty = grains_dirty(g, n);
 			off = g * PCPU_GRAIN;
 			break;
 		}
 	}
 	slub_unlock(&pcpu_alloc_lock);
-	if (off && zero)
+	if (off && zero && dirty)
 		for_each_possible_cpu(cpu)
 			memset(per_cpu_ptr(off, cpu), 0, n * PCPU_GRAIN);
 	return off;

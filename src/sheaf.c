@@ -195,6 +195,28 @@ static void install_objects(struct kmem_cache *s, void **objs, unsigned int n)
 }
 
 /*
+ * A CPU's sheaf gets its capacity when that CPU first needs it, not when
+ * the cache is created: writing it on every possible CPU at creation
+ * would back a page of every CPU's area for every cache, in processes
+ * that run on two CPUs of a machine's sixteen and use a few size classes.
+ * Until then its capacity is 0, so both fast paths fail over to here.
+ * Stopping the CPU orders this with set_sheaf_capacity(), which writes
+ * the cache's capacity to 0 before it goes round the CPUs.
+ */
+static void sheaf_init_cpu(struct kmem_cache *s)
+{
+	unsigned int cpu = raw_smp_processor_id();
+	struct slub_percpu_sheaves *pcs = pcs_ptr(s, cpu);
+
+	if (likely(READ_ONCE(pcs->capacity)) || !READ_ONCE(s->sheaf_capacity))
+		return;
+	percpu_stop(s->cpu_sheaves, cpu);
+	if (!pcs->capacity)
+		WRITE_ONCE(pcs->capacity, READ_ONCE(s->sheaf_capacity));
+	percpu_resume(s->cpu_sheaves, cpu);
+}
+
+/*
  * The CPU sheaf was empty or stopped: take a full sheaf from the barn, or
  * half a sheaf of objects from the slabs, and return one of them.
  *
@@ -211,6 +233,7 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 	enum rseq_result r;
 	void *object;
 
+	sheaf_init_cpu(s);
 	/* Refilled meanwhile by another thread of the CPU, or migrated. */
 	r = this_cpu_array_pop(s->cpu_sheaves, &object);
 	if (r == RSEQ_OK) {
@@ -264,6 +287,7 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 	struct slab_sheaf *sheaf = NULL;
 	enum rseq_result r;
 
+	sheaf_init_cpu(s);
 	/* Room made meanwhile by another thread of the CPU, or migrated. */
 	r = this_cpu_array_push(s->cpu_sheaves, object);
 	if (r == RSEQ_FAIL && cap) {
@@ -393,13 +417,12 @@ int set_sheaf_capacity(struct kmem_cache *s, unsigned int capacity)
 	return 0;
 }
 
-/* A new cache: nobody can use it yet, so no CPU needs stopping. */
+/*
+ * A new cache: its CPUs' sheaves start with capacity 0 (the per-CPU area
+ * is zeroed) and take this one when first used, in sheaf_init_cpu().
+ */
 void init_sheaves(struct kmem_cache *s, unsigned int capacity)
 {
-	unsigned int cpu;
-
-	for_each_possible_cpu(cpu)
-		pcs_ptr(s, cpu)->capacity = capacity;
 	s->sheaf_capacity = capacity;
 }
 

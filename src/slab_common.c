@@ -68,19 +68,25 @@ static void publish_map_id(struct kmem_cache *s)
 }
 
 /*
- * A new cache's CPU sheaves: its map id's slot, zeroed on every CPU (the
- * slots are reserved, not zeroed, so that only the used ones are backed),
- * or a per-CPU allocation of their own.
+ * A new cache's CPU sheaves (slab_mutex held): its map id's slot, zeroed
+ * on every CPU when an earlier cache used it (the slots are reserved, not
+ * zeroed, so that only the used ones are backed), or a per-CPU allocation
+ * of their own.
  */
 static pcpu_off_t alloc_cpu_sheaves(struct kmem_cache *s)
 {
+	/* Map ids whose slots a cache has had: only those need zeroing. */
+	static uint64_t slot_dirty[MAX_MAP_IDS / 64];
+	uint64_t bit = 1ULL << (s->map_id % 64);
 	unsigned int cpu;
 
 	if (!s->map_id)
 		return percpu_alloc(sizeof(struct slub_percpu_sheaves), SMP_CACHE_BYTES);
-	for_each_possible_cpu(cpu)
-		memset(per_cpu_ptr(sheaf_slot(s->map_id), cpu), 0,
-		       sizeof(struct slub_percpu_sheaves));
+	if (slot_dirty[s->map_id / 64] & bit)
+		for_each_possible_cpu(cpu)
+			memset(per_cpu_ptr(sheaf_slot(s->map_id), cpu), 0,
+			       sizeof(struct slub_percpu_sheaves));
+	slot_dirty[s->map_id / 64] |= bit;
 	return sheaf_slot(s->map_id);
 }
 

@@ -378,8 +378,11 @@ static void check_cpu_sheaves(struct vstate *v, struct vcache *vc)
 			     s->name, cpu, size, cap);
 			size = min(size, (unsigned int)SHEAF_MAX_CAPACITY);
 		}
-		/* A capacity change goes round the CPUs one by one. */
-		if (idle(v) && cap != s->sheaf_capacity)
+		/*
+		 * A capacity change goes round the CPUs one by one; a CPU
+		 * whose sheaf was never used has none yet (sheaf_init_cpu).
+		 */
+		if (idle(v) && cap != s->sheaf_capacity && (cap || size))
 			verr(v, "%s: CPU %u sheaf capacity %u, the cache's is %u",
 			     s->name, cpu, cap, s->sheaf_capacity);
 		for (unsigned int i = 0; i < size; i++)

@@ -145,7 +145,6 @@ int page_alloc_init(void)
 {
 	const char *env = getenv("SLUB_ARENA_SIZE");
 	unsigned long size = SLUB_ARENA_DEFAULT;
-	unsigned int cpu;
 	int ret;
 
 	if (env) {
@@ -172,14 +171,9 @@ int page_alloc_init(void)
 	zone.pcp = percpu_alloc(sizeof(struct per_cpu_pages), SMP_CACHE_BYTES);
 	zone.stats = percpu_alloc(NR_PA_STATS * sizeof(unsigned long),
 				  SMP_CACHE_BYTES);
+	/* Each CPU's pcp lists are set up on first use (pcp_init_lists). */
 	if (!zone.pcp || !zone.stats)
 		return -ENOMEM;
-	for_each_possible_cpu(cpu) {
-		struct per_cpu_pages *pcp = per_cpu_ptr(zone.pcp, cpu);
-
-		for (int i = 0; i < NR_PCP_LISTS; i++)
-			INIT_LIST_HEAD(&pcp->lists[i]);
-	}
 	zone.pcp_high_order = slub_policy.pcp_high_order;
 	zone.batch = zone_batchsize(zone.nr_pages);
 	pcp_update_high();
@@ -286,7 +280,7 @@ unsigned long page_alloc_check_locked(void)
 		struct per_cpu_pages *pcp = per_cpu_ptr(zone.pcp, cpu);
 		unsigned long pages = 0;
 
-		for (unsigned int o = 0; o < NR_PCP_LISTS; o++)
+		for (unsigned int o = 0; o < NR_PCP_LISTS && pcp->lists[0].next; o++)
 			errors += check_list(&pcp->lists[o], PGTY_PCP, o, "pcp",
 					     &pages, NULL);
 		if (pages != (unsigned long)pcp->count) {

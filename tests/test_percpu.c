@@ -6,8 +6,10 @@
  * thread stops CPUs and rewrites their state (the membarrier path).
  */
 #include <stdint.h>
+#include <sys/mman.h>
 
 #include "helpers.h"
+#include "page.h"
 #include "percpu.h"
 #include "test.h"
 
@@ -56,6 +58,46 @@ static void test_cpu_files(void)
 	else	/* this machine's glibc (2.36) registers rseq for us */
 		CHECK(strstr(mode, "rseq (glibc registration)") != NULL);
 	CHECK_EQ(percpu_rseq(), strncmp(mode, "rseq", 4) == 0);
+}
+
+/* Is the page at p backed (resident)? */
+static bool resident(const void *p)
+{
+	unsigned char vec = 0;
+	void *page = (void *)((uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1));
+
+	CHECK_EQ(mincore(page, PAGE_SIZE, &vec), 0);
+	return vec & 1;
+}
+
+/*
+ * Never-used per-CPU memory is handed out as the zero pages of the mmap:
+ * no CPU's copy is written, so none is backed until a CPU uses it. Used
+ * before, it is zeroed on every CPU.
+ */
+static void test_areas_untouched(void)
+{
+	size_t len = 3 * PAGE_SIZE;
+	pcpu_off_t big = percpu_alloc(len, PAGE_SIZE);
+	unsigned int cpu;
+
+	CHECK(big != 0);
+	if (!big)
+		return;
+	for_each_possible_cpu(cpu)
+		CHECK(!resident((char *)per_cpu_ptr(big, cpu) + PAGE_SIZE));
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(big, cpu), 0xa5, len);
+	percpu_free(big, len);
+	CHECK_EQ(percpu_alloc(len, PAGE_SIZE), big);
+	for_each_possible_cpu(cpu) {
+		unsigned char *p = per_cpu_ptr(big, cpu);
+
+		CHECK_EQ(p[0], 0);
+		CHECK_EQ(p[PAGE_SIZE + 7], 0);
+		CHECK_EQ(p[len - 1], 0);
+	}
+	percpu_free(big, len);
 }
 
 static void test_areas(void)
@@ -587,6 +629,7 @@ int main(void)
 	CHECK(sysfs_num("cpu/nr_cpu_ids") >= 1);
 	TEST(test_cpulist_parse);
 	TEST(test_cpu_files);
+	TEST(test_areas_untouched);
 	TEST(test_areas);
 	TEST(test_counter_placement);
 	TEST(test_counter_threads);

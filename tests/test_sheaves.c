@@ -255,6 +255,45 @@ static void test_capacity_zero(void)
 	done_cache(s);
 }
 
+/*
+ * A CPU's sheaf takes the cache's capacity when that CPU first uses it:
+ * until then it is 0 and its per-CPU slot is never written. The cache's
+ * state is consistent throughout, and a resize reaches every CPU.
+ */
+static void test_capacity_per_cpu(void)
+{
+	struct kmem_cache *s = kmem_cache_create("t-sh-lazy", 96, 0, 0, NULL);
+	unsigned int cpu, here;
+	void *x;
+
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	CHECK(s->sheaf_capacity > 0);
+	for_each_possible_cpu(cpu)
+		CHECK_EQ(((struct slub_percpu_sheaves *)per_cpu_ptr(s->cpu_sheaves, cpu))->capacity, 0);
+	migrate_to(0);
+	here = (unsigned int)sched_getcpu();
+	x = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(x != NULL);
+	CHECK_EQ(slub_validate(0, NULL, 0), 0);
+	for_each_possible_cpu(cpu) {
+		struct slub_percpu_sheaves *pcs = per_cpu_ptr(s->cpu_sheaves, cpu);
+
+		CHECK_EQ(pcs->capacity, cpu == here ? s->sheaf_capacity : 0);
+		if (cpu != here)
+			CHECK_EQ(pcs->size, 0);
+	}
+	kmem_cache_free(s, x);
+	/* The objects the refill took went to this CPU's sheaf. */
+	CHECK(((struct slub_percpu_sheaves *)per_cpu_ptr(s->cpu_sheaves, here))->size > 0);
+	CHECK_EQ(slab_set("t-sh-lazy", "sheaf_capacity", "12"), 0);
+	for_each_possible_cpu(cpu)
+		CHECK_EQ(((struct slub_percpu_sheaves *)per_cpu_ptr(s->cpu_sheaves, cpu))->capacity, 12);
+	CHECK_EQ(slub_validate(0, NULL, 0), 0);
+	done_cache(s);
+}
+
 static struct kmem_cache *df_cache;
 
 static void double_free(void *arg)
@@ -715,6 +754,7 @@ int main(void)
 	TEST(test_barn_put_get);
 	TEST(test_barn_full);
 	TEST(test_capacity_zero);
+	TEST(test_capacity_per_cpu);
 	TEST(test_double_free);
 	TEST(test_double_free_apart);
 	TEST(test_cache_map);
