@@ -19,7 +19,7 @@
 
 struct kmem_cache *kmalloc_caches[KMALLOC_MAX_CLASSES];
 uint8_t kmalloc_class[KMALLOC_MAX_CACHE_SIZE / 8 + 1];
-uint32_t kmalloc_sheaf16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
+char *kmalloc_sheaf16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
 
 static const unsigned int kernel_classes[] = {
 	8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192,
@@ -77,7 +77,7 @@ int kmalloc_init(void)
 		kmalloc_class[i] = (uint8_t)c;
 	}
 	for (unsigned int i = 0; i <= KMALLOC_MAX_CACHE_SIZE / 16; i++)
-		kmalloc_sheaf16[i] = (uint32_t)kmalloc_slab(i ? i * 16 : 16)->cpu_sheaves;
+		kmalloc_sheaf16[i] = pcpu_base + kmalloc_slab(i ? i * 16 : 16)->cpu_sheaves;
 	return 0;
 }
 

@@ -370,10 +370,20 @@ dup:
  * with the CPU stopped.
  */
 struct percpu_array {
-	uint32_t size;
 	uint32_t capacity;
+	uint32_t size;
 	void *objects[];
 };
+/*
+ * capacity comes first so that the word below objects[0] is, when size is
+ * 0, the capacity alone: a number below 2^32, never an object's address.
+ * The push's double-free compare with objects[size - 1] needs no test of
+ * size first.
+ */
+_Static_assert(offsetof(struct percpu_array, capacity) == 0 &&
+	       offsetof(struct percpu_array, size) == 4 &&
+	       offsetof(struct percpu_array, objects) == 8,
+	       "the arch's array sequences say capacity 0, size 4, objects 8");
 
 #define PERCPU_ARRAY(ctl)	((ctl) + sizeof(struct percpu_ctl))
 _Static_assert(sizeof(struct percpu_ctl) == 8, "the arch's array sequences say 8");
@@ -382,37 +392,32 @@ enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, void **load);
 enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, void *node);
 
 /*
- * This thread's rseq area when the process runs on glibc's registration,
- * else NULL: for fast paths that leave every other case to a slow path
- * out of line, so that they call nothing and save no registers.
+ * This thread's rseq area for callers that have tested percpu_state.fast
+ * themselves: glibc's registration, at the same offset from the thread
+ * pointer in every thread.
  */
-static __always_inline struct slub_rseq_abi *rseq_fast(void)
+static __always_inline rseq_tp_t rseq_area(void)
 {
-	if (likely(percpu_state.fast))
-		return (struct slub_rseq_abi *)((char *)arch_thread_pointer() +
-						percpu_state.rseq_offset);
-	return NULL;
+	return arch_rseq_tp((uintptr_t)percpu_state.rseq_offset);
+}
+
+/* Any thread's area, by its address (our own registration, say). */
+static __always_inline rseq_tp_t rseq_tp(struct slub_rseq_abi *rs)
+{
+	return arch_rseq_tp((uintptr_t)((char *)rs - (char *)arch_thread_pointer()));
 }
 
 /*
- * The same for callers that have tested percpu_state.fast themselves:
- * the area with no NULL for the compiler to test the sum against.
+ * The array at ctl, given by its CPU 0 address (pcpu_base + offset), with
+ * the rseq area in hand: the pop and push of the fast paths.
  */
-static __always_inline struct slub_rseq_abi *rseq_area(void)
-{
-	return (struct slub_rseq_abi *)((char *)arch_thread_pointer() +
-					percpu_state.rseq_offset);
-}
-
-/* rseq_fast()'s area in hand: this_cpu_array_pop/push(). */
 static __always_inline enum rseq_result
-rseq_array_pop(struct slub_rseq_abi *rs, pcpu_off_t ctl, void **load)
+rseq_array_pop(rseq_tp_t rs, char *ctl, void **load)
 {
 	void *obj;
 
 	RSEQ_RESTART_POINT(abort);
-	ARCH_RSEQ_ARRAY_POP(rs, pcpu_base + ctl, obj, PERCPU_UNIT_SHIFT, abort,
-			    stopped, fail);
+	ARCH_RSEQ_ARRAY_POP(rs, ctl, obj, PERCPU_UNIT_SHIFT, abort, stopped, fail);
 	*load = obj;
 	return RSEQ_OK;
 stopped:
@@ -422,11 +427,11 @@ fail:
 }
 
 static __always_inline enum rseq_result
-rseq_array_push(struct slub_rseq_abi *rs, pcpu_off_t ctl, void *node)
+rseq_array_push(rseq_tp_t rs, char *ctl, void *node)
 {
 	RSEQ_RESTART_POINT(abort);
-	ARCH_RSEQ_ARRAY_PUSH(rs, pcpu_base + ctl, node, PERCPU_UNIT_SHIFT,
-			     abort, stopped, fail, dup);
+	ARCH_RSEQ_ARRAY_PUSH(rs, ctl, node, PERCPU_UNIT_SHIFT, abort, stopped,
+			     fail, dup);
 	return RSEQ_OK;
 stopped:
 	return RSEQ_STOPPED;
@@ -443,7 +448,7 @@ this_cpu_array_pop(pcpu_off_t ctl, void **load)
 	struct slub_rseq_abi *rs;
 
 	RSEQ_GET_OR(rs, percpu_lock_array_pop(ctl, load));
-	return rseq_array_pop(rs, ctl, load);
+	return rseq_array_pop(rseq_tp(rs), pcpu_base + ctl, load);
 }
 
 /*
@@ -456,7 +461,7 @@ this_cpu_array_push(pcpu_off_t ctl, void *node)
 	struct slub_rseq_abi *rs;
 
 	RSEQ_GET_OR(rs, percpu_lock_array_push(ctl, node));
-	return rseq_array_push(rs, ctl, node);
+	return rseq_array_push(rseq_tp(rs), pcpu_base + ctl, node);
 }
 
 enum rseq_result percpu_lock_array_pop_batch(pcpu_off_t ctl, void **buf,

@@ -181,12 +181,15 @@ struct kmem_cache_cpu {
 
 struct slub_percpu_sheaves {
 	struct percpu_ctl ctl;
-	uint32_t size;			/* struct percpu_array, right after ctl */
-	uint32_t capacity;
+	uint32_t capacity;		/* struct percpu_array, right after ctl */
+	uint32_t size;
 	void *objects[SHEAF_MAX_CAPACITY];
 };
-_Static_assert(offsetof(struct slub_percpu_sheaves, size) ==
-	       PERCPU_ARRAY(0) - 0, "the sheaf is a percpu_array after its ctl");
+_Static_assert(offsetof(struct slub_percpu_sheaves, capacity) ==
+	       PERCPU_ARRAY(0) - 0 &&
+	       offsetof(struct slub_percpu_sheaves, size) ==
+	       PERCPU_ARRAY(0) + offsetof(struct percpu_array, size),
+	       "the sheaf is a percpu_array after its ctl");
 _Static_assert(sizeof(struct slub_percpu_sheaves) <= 1024,
 	       "a CPU sheaf fits its slot (SHEAF_SLOT_SHIFT)");
 
@@ -320,10 +323,17 @@ extern __internal struct slab_fast slab_fast[MAX_MAP_IDS];
  */
 #define SHEAF_SLOT_SHIFT	10
 extern __internal pcpu_off_t sheaf_slots;
+extern __internal char *sheaf_slots_addr;	/* pcpu_base + sheaf_slots */
 
 static inline pcpu_off_t sheaf_slot(unsigned int map_id)
 {
 	return sheaf_slots + ((pcpu_off_t)map_id << SHEAF_SLOT_SHIFT);
+}
+
+/* The same as its CPU 0 address: what the free fast path's push takes. */
+static inline char *sheaf_slot_addr(unsigned int map_id)
+{
+	return sheaf_slots_addr + ((size_t)map_id << SHEAF_SLOT_SHIFT);
 }
 
 extern __internal struct list_head slab_caches;

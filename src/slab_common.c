@@ -28,6 +28,7 @@ uint8_t *slab_cache_map;
 uintptr_t slab_map_limit;
 struct slab_fast slab_fast[MAX_MAP_IDS];
 pcpu_off_t sheaf_slots;
+char *sheaf_slots_addr;
 
 /*
  * Copy s's object check and CPU sheaf to the entry of its new map id. The
@@ -712,6 +713,7 @@ int slab_init(void)
 		slab_map_limit = zone.nr_pages << PAGE_SHIFT;
 	/* 256 KiB of each CPU's unit, backed only where a cache has a slot. */
 	sheaf_slots = percpu_reserve((size_t)MAX_MAP_IDS << SHEAF_SLOT_SHIFT, PAGE_SIZE);
+	sheaf_slots_addr = pcpu_base + sheaf_slots;
 	slub_lock(&slab_mutex);
 	err = __kmem_cache_create(&kmem_cache_boot, &kmem_cache_boot_node,
 				  "kmem_cache", sizeof(struct kmem_cache_with_node),

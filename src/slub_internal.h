@@ -215,17 +215,19 @@ void sheaf_free_stat(unsigned int map_id);
 
 /*
  * The sheaf fast paths alone, for callers with a slow path of their own
- * (the drop-in malloc): false means "take slab_alloc()/slab_free()",
- * which also covers fallback mode and a thread without glibc's rseq. No
+ * (the drop-in malloc): false means "take slab_alloc()/slab_free()".
+ * The free side also fails in fallback mode and for a thread without
+ * glibc's rseq; the allocation side leaves that test to its caller. No
  * look at the sheaf_capacity hint: a CPU whose capacity is 0 fails the
  * sequence, and caches without sheaves are not the drop-in's concern.
  */
-static __always_inline bool sheaf_alloc_fast(pcpu_off_t sheaf, void **object)
+static __always_inline bool sheaf_alloc_fast(char *sheaf, void **object)
 {
-	if (unlikely(!percpu_state.fast) ||
-	    unlikely(rseq_array_pop(rseq_area(), sheaf, object) != RSEQ_OK))
-		return false;
-	return true;	/* the caller counts ALLOC_PCS: it knows the cache */
+	/*
+	 * The caller has tested percpu_state.fast (malloc's malloc_fast
+	 * flag covers it), and counts ALLOC_PCS: it knows the cache.
+	 */
+	return likely(rseq_array_pop(rseq_area(), sheaf, object) == RSEQ_OK);
 }
 
 /*
@@ -236,9 +238,11 @@ static __always_inline bool sheaf_free_fast(unsigned int map_id, void *object)
 {
 	const struct slab_fast *f = &slab_fast[map_id];
 
+	/* One base register for the entry's four loads (gcc makes two). */
+	__asm__("" : "+r"(f));
 	if (unlikely(!percpu_state.fast) ||
 	    unlikely(!object_start_fast(&f->check, object)) ||
-	    unlikely(rseq_array_push(rseq_area(), sheaf_slot(map_id), object) != RSEQ_OK))
+	    unlikely(rseq_array_push(rseq_area(), sheaf_slot_addr(map_id), object) != RSEQ_OK))
 		return false;
 #ifndef SLUB_NO_STATS
 	if (unlikely(READ_ONCE(slub_stats_on)))
@@ -354,10 +358,11 @@ extern __internal struct kmem_cache *kmalloc_caches[KMALLOC_MAX_CLASSES];
 /* Sizes 0 ... KMALLOC_MAX_CACHE_SIZE, by (size + 7) / 8, to their class. */
 extern __internal uint8_t kmalloc_class[KMALLOC_MAX_CACHE_SIZE / 8 + 1];
 /*
- * The CPU sheaf of the class of max(size, 16), by (size + 15) / 16: one
- * load from the request size to the sheaf, for the drop-in's malloc.
+ * The CPU sheaf of the class of max(size, 16), by (size + 15) / 16, as
+ * its CPU 0 address (pcpu_base + offset): one load from the request size
+ * to what the pop takes, for the drop-in's malloc.
  */
-extern __internal uint32_t kmalloc_sheaf16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
+extern __internal char *kmalloc_sheaf16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
 
 /* 1 <= size <= KMALLOC_MAX_CACHE_SIZE, slab layer up. */
 static inline struct kmem_cache *kmalloc_slab(size_t size)

@@ -448,7 +448,7 @@ static void test_lists_with_stopper(void)
 
 struct pcpu_array {
 	struct percpu_ctl ctl;
-	uint32_t size, capacity;	/* struct percpu_array, after the ctl */
+	uint32_t capacity, size;	/* struct percpu_array, after the ctl */
 	void *objects[A_CAP];
 };
 

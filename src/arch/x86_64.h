@@ -41,6 +41,19 @@ static inline void *arch_thread_pointer(void)
 	return tp;
 }
 
+/*
+ * A thread's rseq area as its offset from the thread pointer, in gcc's %fs
+ * address space: a fast path then reaches rseq_cs and cpu_id as
+ * %fs:off(reg), and never loads the thread pointer itself. Any address
+ * converts (arch_rseq_tp): the offset is the address minus the pointer.
+ */
+typedef struct slub_rseq_abi __seg_fs *rseq_tp_t;
+
+static inline rseq_tp_t arch_rseq_tp(uintptr_t offset)
+{
+	return (rseq_tp_t)offset;
+}
+
 /* The descriptor: version, flags, start_ip, post_commit_offset, abort_ip. */
 #define RSEQ_ASM_DEFINE_TABLE(label, start, post_commit, abort)		\
 	".pushsection __rseq_cs, \"aw\"\n\t"				\
@@ -187,12 +200,12 @@ static inline void *arch_thread_pointer(void)
 		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
 		RSEQ_ASM_START(_shift)					\
 		"leaq (%[ctl], %%rax), %%rdx\n\t"			\
-		"movl 8(%%rdx), %%ecx\n\t"				\
+		"movl 12(%%rdx), %%ecx\n\t"				\
 		"testl %%ecx, %%ecx\n\t"				\
 		"jz %l[fail]\n\t"					\
 		"subl $1, %%ecx\n\t"					\
 		"movq 16(%%rdx, %%rcx, 8), %[load]\n\t"			\
-		"movl %%ecx, 8(%%rdx)\n\t"				\
+		"movl %%ecx, 12(%%rdx)\n\t"				\
 		"2:\n\t"						\
 		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
 		: [load] "=r"(_load)					\
@@ -204,10 +217,12 @@ static inline void *arch_thread_pointer(void)
  * Push node onto the array unless it is full, or node is its last object
  * already (a double free):
  *	n = size; if (n >= capacity) goto fail;
- *	if (n && objects[n - 1] == node) goto dup;
+ *	if (objects[n - 1] == node) goto dup;
  *	objects[n] = node; size = n + 1;
- * The store to objects[n] is beyond size until the commit, so an abort
- * leaves nothing visible.
+ * With n == 0, objects[-1] is the capacity/size word, a number below
+ * 2^32 (struct percpu_array), which no object's address equals. The
+ * store to objects[n] is beyond size until the commit, so an abort leaves
+ * nothing visible.
  */
 #define ARCH_RSEQ_ARRAY_PUSH(_rs, _ctl, _node, _shift, _abort, _stopped,	\
 			     _fail, _dup)					\
@@ -215,17 +230,14 @@ static inline void *arch_thread_pointer(void)
 		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
 		RSEQ_ASM_START(_shift)					\
 		"leaq (%[ctl], %%rax), %%rdx\n\t"			\
-		"movl 8(%%rdx), %%ecx\n\t"				\
-		"cmpl 12(%%rdx), %%ecx\n\t"				\
+		"movl 12(%%rdx), %%ecx\n\t"				\
+		"cmpl 8(%%rdx), %%ecx\n\t"				\
 		"jae %l[fail]\n\t"					\
-		"testl %%ecx, %%ecx\n\t"				\
-		"jz 5f\n\t"						\
 		"cmpq %[node], 8(%%rdx, %%rcx, 8)\n\t"			\
 		"je %l[dup]\n\t"					\
-		"5:\n\t"						\
 		"movq %[node], 16(%%rdx, %%rcx, 8)\n\t"			\
 		"addl $1, %%ecx\n\t"					\
-		"movl %%ecx, 8(%%rdx)\n\t"				\
+		"movl %%ecx, 12(%%rdx)\n\t"				\
 		"2:\n\t"						\
 		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
 		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [node] "r"(_node)	\
@@ -247,7 +259,7 @@ static inline void *arch_thread_pointer(void)
 		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
 		RSEQ_ASM_START(_shift)					\
 		"leaq (%[ctl], %%rax), %%r8\n\t"			\
-		"movl 8(%%r8), %%ecx\n\t"				\
+		"movl 12(%%r8), %%ecx\n\t"				\
 		"movl %%ecx, %%edx\n\t"					\
 		"cmpl %[max], %%edx\n\t"				\
 		"cmoval %[max], %%edx\n\t"				\
@@ -263,7 +275,7 @@ static inline void *arch_thread_pointer(void)
 		"addl $1, %%r9d\n\t"					\
 		"cmpl %%edx, %%r9d\n\t"					\
 		"jb 5b\n\t"						\
-		"movl %%ecx, 8(%%r8)\n\t"				\
+		"movl %%ecx, 12(%%r8)\n\t"				\
 		"2:\n\t"						\
 		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
 		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [buf] "r"(_buf),	\
@@ -283,8 +295,8 @@ static inline void *arch_thread_pointer(void)
 		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
 		RSEQ_ASM_START(_shift)					\
 		"leaq (%[ctl], %%rax), %%r8\n\t"			\
-		"movl 8(%%r8), %%ecx\n\t"				\
-		"movl 12(%%r8), %%edx\n\t"				\
+		"movl 12(%%r8), %%ecx\n\t"				\
+		"movl 8(%%r8), %%edx\n\t"				\
 		"subl %%ecx, %%edx\n\t"					\
 		"jbe %l[fail]\n\t"					\
 		"cmpl %[max], %%edx\n\t"				\
@@ -301,7 +313,7 @@ static inline void *arch_thread_pointer(void)
 		"cmpl %%edx, %%r9d\n\t"					\
 		"jb 5b\n\t"						\
 		"addl %%edx, %%ecx\n\t"					\
-		"movl %%ecx, 8(%%r8)\n\t"				\
+		"movl %%ecx, 12(%%r8)\n\t"				\
 		"2:\n\t"						\
 		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
 		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [buf] "r"(_buf),	\
