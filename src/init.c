@@ -146,8 +146,10 @@ int slab_init_slow(void)
 		slab_init_error = slab_init();
 		fail_resume();
 		in_slab_init = 0;
-		if (!slab_init_error)
+		if (!slab_init_error) {
 			__atomic_store_n(&slab_initialised, 1, __ATOMIC_RELEASE);
+			sheaf_fast_update();
+		}
 	}
 	ret = slab_init_error;
 	slub_unlock(&slab_init_lock);

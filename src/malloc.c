@@ -48,12 +48,6 @@ int slub_kmalloc_fine_default = 1;
  */
 static char boot_area[64 << 10] __aligned(PAGE_SIZE);
 
-/*
- * The slab layer is up and this process's threads have glibc's rseq
- * registration (percpu_state.fast): malloc's fast path tests this one
- * flag for both. Set by the first slow-path malloc that finds them so.
- */
-static int malloc_fast;
 static size_t boot_used;
 static __thread int in_malloc_init;
 
@@ -282,8 +276,6 @@ static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp,
 		if (!__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))
 			return malloc_boot_alloc(size);
 	}
-	if (unlikely(!READ_ONCE(malloc_fast)) && percpu_state.fast)
-		__atomic_store_n(&malloc_fast, 1, __ATOMIC_RELEASE);
 	if (likely(size <= KMALLOC_MAX_CACHE_SIZE)) {
 		/* The request size is the kmalloc red zone's start (SLUB_DEBUG). */
 		return slab_alloc_node(kmalloc_slab(size < MIN_MALLOC ? MIN_MALLOC : size),
@@ -299,13 +291,6 @@ static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp,
 	return huge_alloc(size, 0);	/* fresh mappings are zeroed */
 }
 
-/* Returns p, so that the fast path tail-calls it and keeps no register. */
-static __noinline void *malloc_stat_alloc(size_t size, void *p)
-{
-	stat(kmalloc_slab(size < MIN_MALLOC ? MIN_MALLOC : size), ALLOC_PCS);
-	return p;
-}
-
 /*
  * The fast path: a kmalloc size, the CPU sheaf not empty. Everything else
  * is out of line, so this stays a leaf that saves no registers.
@@ -313,18 +298,12 @@ static __noinline void *malloc_stat_alloc(size_t size, void *p)
 static __always_inline void *slub_malloc(size_t size, gfp_t gfp,
 					 unsigned long caller)
 {
-	if (likely(size <= KMALLOC_MAX_CACHE_SIZE) && !(gfp & __GFP_ZERO) &&
-	    likely(__atomic_load_n(&malloc_fast, __ATOMIC_ACQUIRE))) {
+	if (likely(size <= KMALLOC_MAX_CACHE_SIZE) && !(gfp & __GFP_ZERO)) {
 		void *p;
 
 		/* Debug caches have no sheaves: they fail over to the slow path. */
-		if (likely(sheaf_alloc_fast(kmalloc_sheaf16[(size + 15) >> 4], &p))) {
-#ifndef SLUB_NO_STATS
-			if (unlikely(READ_ONCE(slub_stats_on)))
-				return malloc_stat_alloc(size, p);
-#endif
+		if (likely(sheaf_alloc_fast(kmalloc_sheaf16[(size + 15) >> 4], &p)))
 			return p;
-		}
 	}
 	return slub_malloc_slow(size, gfp, caller);
 }

@@ -18,6 +18,7 @@
  * takes a barn sheaf whole or half a sheaf from the slabs. Either way it
  * restarts half full, which is the spare's job in the kernel.
  */
+#include "init.h"
 #include "slub_internal.h"
 
 /* Barn sheaves come from here; it has no sheaves of its own. */
@@ -269,9 +270,20 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 	return object;
 }
 
-__noinline void sheaf_free_stat(unsigned int map_id)
+int sheaf_fast_on;
+
+/*
+ * The drop-in's sheaf fast paths may run: the slab layer is up, threads
+ * have glibc's rseq registration, and statistics are off. With them on,
+ * malloc and free go through slab_alloc_node() and slab_free(), whose
+ * sheaf paths count, so the fast paths carry no statistics test.
+ */
+void sheaf_fast_update(void)
 {
-	stat(READ_ONCE(slab_fast[map_id].cache), FREE_PCS);
+	int on = __atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE) &&
+		 percpu_state.fast && !READ_ONCE(slub_stats_on);
+
+	__atomic_store_n(&sheaf_fast_on, on, __ATOMIC_RELEASE);
 }
 
 /*

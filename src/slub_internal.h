@@ -210,24 +210,22 @@ unsigned int default_sheaf_capacity(const struct kmem_cache *s);
 unsigned long sheaves_objects(struct kmem_cache *s, unsigned long *barn_full);
 int sheaves_init(void);
 
-/* FREE_PCS for sheaf_free_fast(), out of line: statistics are rare. */
-void sheaf_free_stat(unsigned int map_id);
+/* The drop-in's fast paths are on (sheaf_fast_update() says when). */
+extern __internal int sheaf_fast_on;
+void sheaf_fast_update(void);
 
 /*
  * The sheaf fast paths alone, for callers with a slow path of their own
- * (the drop-in malloc): false means "take slab_alloc()/slab_free()".
- * The free side also fails in fallback mode and for a thread without
- * glibc's rseq; the allocation side leaves that test to its caller. No
+ * (the drop-in malloc): false means "take slab_alloc()/slab_free()",
+ * which also covers fallback mode, a thread without glibc's rseq, and
+ * statistics (sheaf_fast_on is off for all three). No
  * look at the sheaf_capacity hint: a CPU whose capacity is 0 fails the
  * sequence, and caches without sheaves are not the drop-in's concern.
  */
 static __always_inline bool sheaf_alloc_fast(char *sheaf, void **object)
 {
-	/*
-	 * The caller has tested percpu_state.fast (malloc's malloc_fast
-	 * flag covers it), and counts ALLOC_PCS: it knows the cache.
-	 */
-	return likely(rseq_array_pop(rseq_area(), sheaf, object) == RSEQ_OK);
+	return likely(__atomic_load_n(&sheaf_fast_on, __ATOMIC_ACQUIRE)) &&
+	       likely(rseq_array_pop(rseq_area(), sheaf, object) == RSEQ_OK);
 }
 
 /*
@@ -240,15 +238,9 @@ static __always_inline bool sheaf_free_fast(unsigned int map_id, void *object)
 
 	/* One base register for the entry's four loads (gcc makes two). */
 	__asm__("" : "+r"(f));
-	if (unlikely(!percpu_state.fast) ||
-	    unlikely(!object_start_fast(&f->check, object)) ||
-	    unlikely(rseq_array_push(rseq_area(), sheaf_slot_addr(map_id), object) != RSEQ_OK))
-		return false;
-#ifndef SLUB_NO_STATS
-	if (unlikely(READ_ONCE(slub_stats_on)))
-		sheaf_free_stat(map_id);
-#endif
-	return true;
+	return likely(READ_ONCE(sheaf_fast_on)) &&
+	       likely(object_start_fast(&f->check, object)) &&
+	       likely(rseq_array_push(rseq_area(), sheaf_slot_addr(map_id), object) == RSEQ_OK);
 }
 
 /*

@@ -63,6 +63,7 @@ static int stats_store(void *obj, long arg, const char *val)
 	if (sysfs_parse_ulong(val, &v) || v > 1)
 		return -EINVAL;
 	WRITE_ONCE(slub_stats_on, (int)v);
+	sheaf_fast_update();
 	return 0;
 }
 
