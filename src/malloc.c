@@ -254,11 +254,28 @@ static inline bool in_arena(const void *p)
 	       (const char *)p < zone.arena + (zone.nr_pages << PAGE_SHIFT);
 }
 
+/*
+ * malloc and free pass no caller (TAIL_CALLER) and tail-call their slow
+ * path, whose return address is then their own caller: the fast path
+ * need not load it. The other entry points pass theirs. An unoptimised
+ * build makes no tail calls (CMakeLists.txt asks for them in this file
+ * whenever it optimises), so there malloc and free pass theirs too.
+ */
+#define TAIL_CALLER	0
+#ifdef __OPTIMIZE__
+#define ENTRY_CALLER(ip)	TAIL_CALLER
+#else
+#define ENTRY_CALLER(ip)	(ip)
+#endif
+
 /* caller: malloc's caller, for SLUB_DEBUG's allocation tracks. */
 static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp,
 					 unsigned long caller)
 {
 	void *p;
+
+	if (caller == TAIL_CALLER)
+		caller = _RET_IP_;
 
 	if (unlikely(!__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))) {
 		if (in_malloc_init)
@@ -319,6 +336,8 @@ static __noinline void slub_free_slow(void *p, const void *caller)
 {
 	if (unlikely(!p))
 		return;
+	if (caller == (const void *)TAIL_CALLER)
+		caller = __builtin_return_address(0);
 	if (likely(in_arena(p))) {
 		struct slab *slab = virt_to_slab(p);
 
@@ -359,25 +378,25 @@ static size_t usable_size(const void *p)
 
 MALLOC_API void *malloc(size_t size)
 {
-	return slub_malloc(size, GFP_KERNEL, _RET_IP_);
+	return slub_malloc(size, GFP_KERNEL, ENTRY_CALLER(_RET_IP_));
 }
 
 MALLOC_API void free(void *p)
 {
-	slub_free(p, __builtin_return_address(0));
+	slub_free(p, (const void *)ENTRY_CALLER(_RET_IP_));
 }
 
 /* C23: the size and alignment are hints; the allocator knows both. */
 MALLOC_API void free_sized(void *p, size_t size)
 {
 	(void)size;
-	slub_free(p, __builtin_return_address(0));
+	slub_free(p, (const void *)ENTRY_CALLER(_RET_IP_));
 }
 
 MALLOC_API void free_aligned_sized(void *p, size_t align, size_t size)
 {
 	(void)align, (void)size;
-	slub_free(p, __builtin_return_address(0));
+	slub_free(p, (const void *)ENTRY_CALLER(_RET_IP_));
 }
 
 MALLOC_API void *calloc(size_t n, size_t size)
