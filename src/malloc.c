@@ -315,7 +315,8 @@ static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp,
 static __always_inline void *slub_malloc(size_t size, gfp_t gfp,
 					 unsigned long caller)
 {
-	if (likely(size <= KMALLOC_MAX_CACHE_SIZE) && !(gfp & __GFP_ZERO)) {
+	if (likely(size < __atomic_load_n(&sheaf_fast_limit.alloc, __ATOMIC_ACQUIRE)) &&
+	    !(gfp & __GFP_ZERO)) {
 		void *p;
 
 		/* Debug caches have no sheaves: they fail over to the slow path. */
@@ -360,7 +361,7 @@ static __noinline void slub_free_slow(void *p, const void *caller)
  */
 static __always_inline void slub_free(void *p, const void *caller)
 {
-	if (likely(sheaf_free_fast(virt_to_map_id(p), p)))
+	if (likely(sheaf_free_fast(p)))
 		return;
 	slub_free_slow(p, caller);
 }

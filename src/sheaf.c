@@ -270,20 +270,25 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 	return object;
 }
 
-int sheaf_fast_on;
+struct sheaf_fast_limits sheaf_fast_limit;
 
 /*
  * The drop-in's sheaf fast paths may run: the slab layer is up, threads
  * have glibc's rseq registration, and statistics are off. With them on,
  * malloc and free go through slab_alloc_node() and slab_free(), whose
- * sheaf paths count, so the fast paths carry no statistics test.
+ * sheaf paths count, so the fast paths carry no statistics test. Off is
+ * both limits 0: the size and address compares the fast paths make anyway
+ * then fail, so the switch costs them nothing.
  */
 void sheaf_fast_update(void)
 {
-	int on = __atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE) &&
-		 percpu_state.fast && !READ_ONCE(slub_stats_on);
+	bool on = __atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE) &&
+		  percpu_state.fast && !READ_ONCE(slub_stats_on);
 
-	__atomic_store_n(&sheaf_fast_on, on, __ATOMIC_RELEASE);
+	__atomic_store_n(&sheaf_fast_limit.alloc,
+			 on ? KMALLOC_MAX_CACHE_SIZE + 1 : 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&sheaf_fast_limit.free, on ? slab_map_limit : 0,
+			 __ATOMIC_RELEASE);
 }
 
 /*

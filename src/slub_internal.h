@@ -210,36 +210,55 @@ unsigned int default_sheaf_capacity(const struct kmem_cache *s);
 unsigned long sheaves_objects(struct kmem_cache *s, unsigned long *barn_full);
 int sheaves_init(void);
 
-/* The drop-in's fast paths are on (sheaf_fast_update() says when). */
-extern __internal int sheaf_fast_on;
+/*
+ * The drop-in's fast paths (sheaf_fast_update() turns them on and off):
+ * malloc takes sizes below alloc from a sheaf, free looks up addresses
+ * less than free bytes into the arena in slab_cache_map. Both 0: off.
+ */
+struct sheaf_fast_limits {
+	size_t alloc;
+	uintptr_t free;
+};
+extern __internal struct sheaf_fast_limits sheaf_fast_limit;
 void sheaf_fast_update(void);
 
 /*
  * The sheaf fast paths alone, for callers with a slow path of their own
  * (the drop-in malloc): false means "take slab_alloc()/slab_free()",
  * which also covers fallback mode, a thread without glibc's rseq, and
- * statistics (sheaf_fast_on is off for all three). No
- * look at the sheaf_capacity hint: a CPU whose capacity is 0 fails the
- * sequence, and caches without sheaves are not the drop-in's concern.
+ * statistics (sheaf_fast_limit is 0 for all three). No look at the
+ * sheaf_capacity hint: a CPU whose capacity is 0 fails the sequence, and
+ * caches without sheaves are not the drop-in's concern.
+ *
+ * Pop from the sheaf at the given CPU 0 address for a size the caller
+ * has compared with sheaf_fast_limit.alloc; the caller counts nothing
+ * (statistics are off when this runs).
  */
 static __always_inline bool sheaf_alloc_fast(char *sheaf, void **object)
 {
-	return likely(__atomic_load_n(&sheaf_fast_on, __ATOMIC_ACQUIRE)) &&
-	       likely(rseq_array_pop(rseq_area(), sheaf, object) == RSEQ_OK);
+	return likely(rseq_array_pop(rseq_area(), sheaf, object) == RSEQ_OK);
 }
 
 /*
- * The same by the cache's map id (for free()): its slab_fast[] entry for
- * the object check, its fixed sheaf slot for the push.
+ * Push an object to its cache's CPU sheaf: the map byte of its page gives
+ * the slab_fast[] entry for the object check and the fixed sheaf slot. An
+ * address outside the limit (or a page without a map id, whose check
+ * fails) goes to the slow path. For frees, of objects the caller owns:
+ * their slab cannot go away meanwhile.
  */
-static __always_inline bool sheaf_free_fast(unsigned int map_id, void *object)
+static __always_inline bool sheaf_free_fast(void *object)
 {
-	const struct slab_fast *f = &slab_fast[map_id];
+	uintptr_t off = (uintptr_t)((char *)object - zone.arena);
+	const struct slab_fast *f;
+	unsigned int map_id;
 
+	if (unlikely(off >= __atomic_load_n(&sheaf_fast_limit.free, __ATOMIC_ACQUIRE)))
+		return false;
+	map_id = slab_cache_map[off >> PAGE_SHIFT];
+	f = &slab_fast[map_id];
 	/* One base register for the entry's four loads (gcc makes two). */
 	__asm__("" : "+r"(f));
-	return likely(READ_ONCE(sheaf_fast_on)) &&
-	       likely(object_start_fast(&f->check, object)) &&
+	return likely(object_start_fast(&f->check, object)) &&
 	       likely(rseq_array_push(rseq_area(), sheaf_slot_addr(map_id), object) == RSEQ_OK);
 }
 
