@@ -100,6 +100,35 @@ static void test_areas_untouched(void)
 	percpu_free(big, len);
 }
 
+/*
+ * First fit: a freed hole is reused by a request that fits it, and
+ * skipped by one that does not, past runs of used grains and full words.
+ */
+static void test_areas_first_fit(void)
+{
+	pcpu_off_t run = percpu_alloc(64 * 64 * 2, 64);	/* two full words */
+	pcpu_off_t a = percpu_alloc(64, 64), b = percpu_alloc(64, 64);
+	pcpu_off_t c = percpu_alloc(64, 64), d, e, f;
+
+	CHECK(run && a && b && c);
+	CHECK(b == a + 64 && c == b + 64);
+	percpu_free(b, 64);
+	d = percpu_alloc(128, 64);	/* does not fit b's hole */
+	CHECK(d != b && (d >= c + 64 || d + 128 <= a));
+	e = percpu_alloc(64, 64);	/* fits it: first fit takes it */
+	CHECK_EQ(e, b);
+	f = percpu_alloc(64, 256);	/* aligned, in none of the others */
+	CHECK_EQ(f % 256, 0);
+	CHECK(f >= run + 64 * 64 * 2 || f + 64 <= run);
+	CHECK(f != a && f != c && f != e && (f >= d + 128 || f + 64 <= d));
+	percpu_free(run, 64 * 64 * 2);
+	percpu_free(a, 64);
+	percpu_free(c, 64);
+	percpu_free(d, 128);
+	percpu_free(e, 64);
+	percpu_free(f, 64);
+}
+
 static void test_areas(void)
 {
 	pcpu_off_t a = percpu_alloc(100, 64), b = percpu_alloc(8, 8);
@@ -630,6 +659,7 @@ int main(void)
 	TEST(test_cpulist_parse);
 	TEST(test_cpu_files);
 	TEST(test_areas_untouched);
+	TEST(test_areas_first_fit);
 	TEST(test_areas);
 	TEST(test_counter_placement);
 	TEST(test_counter_threads);
