@@ -22,6 +22,14 @@
  */
 #define __internal	__attribute__((visibility("hidden")))
 
+/*
+ * Run at every start-up, in a file whose other code a process may never
+ * run (sysfs, validate, control): ld places .text.hot input sections
+ * before all other text, with the allocation paths, so that fault-around
+ * need not map the cold code's pages into every process.
+ */
+#define __startup	__attribute__((section(".text.hot.slub_startup")))
+
 #define SMP_CACHE_BYTES	64
 #define ____cacheline_aligned	__aligned(SMP_CACHE_BYTES)
 

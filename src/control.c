@@ -513,7 +513,7 @@ void control_path(char *buf, size_t size)
 		buf[0] = '\0';
 }
 
-void control_init_env(void)
+__startup void control_init_env(void)
 {
 	const char *v = getenv("SLUB_CONTROL");
 	int ret;

@@ -68,6 +68,23 @@ static void fork_child(void)
 		malloc_fork_child();
 }
 
+
+/*
+ * pthread_atfork() is a static stub from libc_nonshared.a, which the link
+ * places after all of our text, in a fault-around window of code a
+ * process may never run; calling what the stub calls keeps that window
+ * unmapped. __register_atfork is in the LSB's core specification, and
+ * __dso_handle unregisters the handlers if the library is unloaded.
+ */
+extern void *__dso_handle;
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
+			     void (*child)(void), void *dso_handle);
+
+static int register_atfork(void (*prepare)(void), void (*parent)(void),
+			   void (*child)(void))
+{
+	return __register_atfork(prepare, parent, child, __dso_handle);
+}
 /*
  * Set while this thread applies SLUB_CONFIG's global entries: a store that
  * needs the library (drain_all_pages() behind pcp_high_order=0, drain,
@@ -110,7 +127,7 @@ int slub_init_slow(void)
 	in_slub_init = 1;
 	policy_apply_global();
 	in_slub_init = 0;
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	register_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&slub_initialised, 1, __ATOMIC_RELEASE);
 	slub_unlock(&init_lock);
 	/* Up: now SLUB_STATS=1 and SLUB_CONTROL=1 may use the namespace. */

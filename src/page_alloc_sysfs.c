@@ -154,7 +154,7 @@ static struct sysfs_dir page_alloc_dir = {
 	.nr_attrs = ARRAY_SIZE(page_alloc_attrs),
 };
 
-void page_alloc_sysfs_init(void)
+__startup void page_alloc_sysfs_init(void)
 {
 	sysfs_add_dir(NULL, &page_alloc_dir);
 }
@@ -211,7 +211,7 @@ static struct sysfs_dir cpu_dir = {
 	.nr_attrs = ARRAY_SIZE(cpu_attrs),
 };
 
-void cpu_sysfs_init(void)
+__startup void cpu_sysfs_init(void)
 {
 	sysfs_add_dir(NULL, &cpu_dir);
 }

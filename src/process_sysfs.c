@@ -41,7 +41,7 @@ static struct sysfs_dir process_dir = {
 	.nr_attrs = ARRAY_SIZE(process_attrs),
 };
 
-void process_sysfs_init(void)
+__startup void process_sysfs_init(void)
 {
 	sysfs_add_dir(NULL, &process_dir);
 }

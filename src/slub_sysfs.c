@@ -89,7 +89,7 @@ static struct sysfs_dir policy_dir = {
 	.nr_attrs = ARRAY_SIZE(policy_attrs),
 };
 
-void slab_sysfs_init(void)
+__startup void slab_sysfs_init(void)
 {
 	sysfs_add_dir(NULL, &slab_root);
 	sysfs_add_dir(NULL, &policy_dir);
@@ -502,7 +502,7 @@ static const struct slub_attr slab_attrs[] = {
 	STAT("sheaf_busy", SHEAF_BUSY),
 };
 
-void slab_sysfs_add(struct kmem_cache *s)
+__startup void slab_sysfs_add(struct kmem_cache *s)
 {
 	s->sysfs.name = s->name;
 	s->sysfs.attrs = slab_attrs;

@@ -26,7 +26,7 @@ void seq_printf(struct seq_buf *s, const char *fmt, ...)
 		s->len += (size_t)n;
 }
 
-void sysfs_add_dir(struct sysfs_dir *parent, struct sysfs_dir *dir)
+__startup void sysfs_add_dir(struct sysfs_dir *parent, struct sysfs_dir *dir)
 {
 	struct sysfs_dir **p;
 
@@ -155,7 +155,7 @@ struct sysfs_dir *sysfs_dir_lookup(const char *path)
 	return attr ? NULL : dir;
 }
 
-void sysfs_add_root_files(const struct slub_attr *attrs, unsigned int nr)
+__startup void sysfs_add_root_files(const struct slub_attr *attrs, unsigned int nr)
 {
 	slub_lock(&sysfs_lock);
 	sysfs_root.attrs = attrs;

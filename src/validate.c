@@ -892,7 +892,7 @@ static const struct slub_attr validate_files[] = {
 	{ "validate", validate_show, validate_store, 0 },
 };
 
-void validate_sysfs_init(void)
+__startup void validate_sysfs_init(void)
 {
 	sysfs_add_root_files(validate_files, ARRAY_SIZE(validate_files));
 }

@@ -64,9 +64,14 @@ static inline rseq_tp_t arch_rseq_tp(uintptr_t offset)
 	__rseq_str(start) "f), " __rseq_str(abort) "f\n\t"		\
 	".popsection\n\t"
 
-/* The abort handler: the signature, then a jump back into C. */
+/*
+ * The abort handler: the signature, then a jump back into C. In a
+ * .text.hot section, which ld places with the allocation paths: an abort
+ * is rare but comes at any preemption, and the handlers left after all
+ * other text would fault a window of cold code into the process.
+ */
 #define RSEQ_ASM_DEFINE_ABORT(label, target)				\
-	".pushsection __rseq_failure, \"ax\"\n\t"			\
+	".pushsection .text.hot.rseq_failure, \"ax\", @progbits\n\t"	\
 	".long " __rseq_str(RSEQ_SIG) "\n\t"				\
 	__rseq_str(label) ":\n\t"					\
 	"jmp %l[" __rseq_str(target) "]\n\t"				\
