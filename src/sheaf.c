@@ -176,6 +176,20 @@ static unsigned int refill_from_slabs(struct kmem_cache *s, gfp_t gfp,
 }
 
 /*
+ * Half a sheaf, but at most a slab's worth: a refill of kmalloc-1k (16
+ * objects a slab) or larger then takes one new slab, not two, and a class
+ * a program uses once costs it one slab's pages, not two.
+ */
+static unsigned int refill_count(const struct kmem_cache *s, unsigned int cap)
+{
+	unsigned int n = cap / 2, per_slab = oo_objects(s->oo);
+
+	if (per_slab && n > per_slab)
+		n = per_slab;
+	return n ? n : 1;
+}
+
+/*
  * Give n objects to the sheaf of the CPU we run on now (which may not be
  * the one that found its sheaf empty), in one sequence; what does not fit
  * goes back to the slabs.
@@ -259,7 +273,7 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 		return object;
 	}
 	stat(s, BARN_GET_FAIL);
-	n = refill_from_slabs(s, gfp, objs, cap / 2 ? cap / 2 : 1);
+	n = refill_from_slabs(s, gfp, objs, refill_count(s, cap));
 	if (!n)
 		return NULL;
 	stat(s, ALLOC_PCS);
