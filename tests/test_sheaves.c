@@ -294,6 +294,27 @@ static void test_capacity_per_cpu(void)
 	done_cache(s);
 }
 
+/* A refill from the slabs takes half a sheaf, but at most one slab's worth. */
+static void test_refill_one_slab(void)
+{
+	const char *name = "t-sh-big";
+	struct kmem_cache *s = fresh_cache(name, 1024, 64);
+	long long per_slab;
+	void *x;
+
+	if (!s)
+		return;
+	per_slab = st(name, "objs_per_slab");
+	CHECK(per_slab > 1 && per_slab < 32);
+	x = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(x != NULL);
+	CHECK_EQ(st(name, "slabs"), 1);
+	check_sheaves(name, per_slab - 1, 0);
+	CHECK_STAT(st(name, "sheaf_refill"), per_slab);
+	kmem_cache_free(s, x);
+	done_cache(s);
+}
+
 static struct kmem_cache *df_cache;
 
 static void double_free(void *arg)
@@ -755,6 +776,7 @@ int main(void)
 	TEST(test_barn_full);
 	TEST(test_capacity_zero);
 	TEST(test_capacity_per_cpu);
+	TEST(test_refill_one_slab);
 	TEST(test_double_free);
 	TEST(test_double_free_apart);
 	TEST(test_cache_map);
