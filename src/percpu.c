@@ -194,58 +194,6 @@ void percpu_resume(pcpu_off_t ctl, unsigned int cpu)
 	slub_unlock(&c->lock);
 }
 
-/* ---- Stopping an array: capacity 0 ---------------------------------------- */
-
-static struct percpu_array *array_of(pcpu_off_t ctl, unsigned int cpu)
-{
-	return per_cpu_ptr(PERCPU_ARRAY(ctl), cpu);
-}
-
-void percpu_array_stop_begin(pcpu_off_t ctl, unsigned int cpu)
-{
-	struct percpu_ctl *c = percpu_ctl(ctl, cpu);
-	struct percpu_array *a = array_of(ctl, cpu);
-
-	slub_lock(&c->lock);
-	/* capacity changes only under this lock: a plain read is current. */
-	WRITE_ONCE(c->stopped, a->capacity + 1);
-	__atomic_store_n(&a->capacity, 0, __ATOMIC_SEQ_CST);
-}
-
-void percpu_array_stop(pcpu_off_t ctl, unsigned int cpu)
-{
-	percpu_array_stop_begin(ctl, cpu);
-	/*
-	 * A sequence that read the capacity before the store may still be
-	 * between that compare and its commit: the membarrier aborts it, and
-	 * its retry reads 0 and fails.
-	 */
-	if (percpu_rseq())
-		percpu_membarrier_cpu(cpu);
-}
-
-void percpu_array_resume(pcpu_off_t ctl, unsigned int cpu)
-{
-	struct percpu_ctl *c = percpu_ctl(ctl, cpu);
-
-	__atomic_store_n(&array_of(ctl, cpu)->capacity, c->stopped - 1,
-			 __ATOMIC_RELEASE);
-	WRITE_ONCE(c->stopped, 0);
-	slub_unlock(&c->lock);
-}
-
-uint32_t percpu_array_capacity(pcpu_off_t ctl, unsigned int cpu)
-{
-	uint32_t stopped = READ_ONCE(percpu_ctl(ctl, cpu)->stopped);
-
-	return stopped ? stopped - 1 : READ_ONCE(array_of(ctl, cpu)->capacity);
-}
-
-void percpu_array_set_capacity(pcpu_off_t ctl, unsigned int cpu, uint32_t capacity)
-{
-	WRITE_ONCE(percpu_ctl(ctl, cpu)->stopped, capacity + 1);
-}
-
 /* Own registration, or fallback mode: a relaxed atomic add. */
 void this_cpu_add_slow(pcpu_off_t off, long v)
 {

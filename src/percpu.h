@@ -22,8 +22,7 @@
  *          (no rseq: every per-CPU operation takes the lock), or
  *      (c) while X's fast paths are stopped (percpu_stop(): X's lock held,
  *          X's stopped flag set, and every sequence running on X aborted
- *          by membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ); for an
- *          array, percpu_array_stop(), its capacity is the flag: 0).
+ *          by membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ)).
  *    Fast paths take no lock and issue no atomic read-modify-write
  *    instruction.
  *
@@ -389,32 +388,6 @@ _Static_assert(offsetof(struct percpu_array, capacity) == 0 &&
 #define PERCPU_ARRAY(ctl)	((ctl) + sizeof(struct percpu_ctl))
 _Static_assert(sizeof(struct percpu_ctl) == 8, "the arch's array sequences say 8");
 
-/*
- * Stopping an array: its capacity is its stop flag. Every array sequence
- * compares with the capacity anyway (a pop its size - 1, a push its size),
- * so with capacity 0 all of them fail, and none reads the ctl's stopped
- * word: two instructions fewer in the drop-in's malloc and free.
- * percpu_array_stop() takes cpu's lock, parks the capacity in the stopped
- * word (as capacity + 1, so that the word says "stopped"), stores capacity
- * 0 and aborts what runs on cpu; percpu_array_resume() stores the parked
- * capacity back. In fallback mode the lock alone stops, as before. The
- * _begin variant leaves the abort to percpu_stop_sync().
- */
-void percpu_array_stop_begin(pcpu_off_t ctl, unsigned int cpu);
-void percpu_array_stop(pcpu_off_t ctl, unsigned int cpu);
-void percpu_array_resume(pcpu_off_t ctl, unsigned int cpu);
-
-/* cpu's capacity, stopped or not (the parked one while stopped). */
-uint32_t percpu_array_capacity(pcpu_off_t ctl, unsigned int cpu);
-/* While cpu is stopped: the capacity it resumes with. */
-void percpu_array_set_capacity(pcpu_off_t ctl, unsigned int cpu, uint32_t capacity);
-
-/* Is cpu's array stopped now? (A hint, for statistics.) */
-static inline bool percpu_array_stopped(pcpu_off_t ctl, unsigned int cpu)
-{
-	return READ_ONCE(percpu_ctl(ctl, cpu)->stopped) != 0;
-}
-
 enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, void **load);
 enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, void *node);
 
@@ -444,9 +417,11 @@ rseq_array_pop(rseq_tp_t rs, char *ctl, void **load)
 	void *obj;
 
 	RSEQ_RESTART_POINT(abort);
-	ARCH_RSEQ_ARRAY_POP(rs, ctl, obj, PERCPU_UNIT_SHIFT, abort, fail);
+	ARCH_RSEQ_ARRAY_POP(rs, ctl, obj, PERCPU_UNIT_SHIFT, abort, stopped, fail);
 	*load = obj;
 	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
 fail:
 	return RSEQ_FAIL;
 }
@@ -455,8 +430,11 @@ static __always_inline enum rseq_result
 rseq_array_push(rseq_tp_t rs, char *ctl, void *node)
 {
 	RSEQ_RESTART_POINT(abort);
-	ARCH_RSEQ_ARRAY_PUSH(rs, ctl, node, PERCPU_UNIT_SHIFT, abort, fail, dup);
+	ARCH_RSEQ_ARRAY_PUSH(rs, ctl, node, PERCPU_UNIT_SHIFT, abort, stopped,
+			     fail, dup);
 	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
 fail:
 	return RSEQ_FAIL;
 dup:
@@ -505,8 +483,10 @@ this_cpu_array_pop_batch(pcpu_off_t ctl, void **buf, unsigned int max,
 	RSEQ_GET_OR(rs, percpu_lock_array_pop_batch(ctl, buf, max, count));
 	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_ARRAY_POP_BATCH(rs, pcpu_base + ctl, buf, max, count,
-				  PERCPU_UNIT_SHIFT, abort, fail);
+				  PERCPU_UNIT_SHIFT, abort, stopped, fail);
 	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
 fail:
 	return RSEQ_FAIL;
 }
@@ -524,8 +504,10 @@ this_cpu_array_push_batch(pcpu_off_t ctl, void **buf, unsigned int max,
 	RSEQ_GET_OR(rs, percpu_lock_array_push_batch(ctl, buf, max, count));
 	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_ARRAY_PUSH_BATCH(rs, pcpu_base + ctl, buf, max, count,
-				   PERCPU_UNIT_SHIFT, abort, fail);
+				   PERCPU_UNIT_SHIFT, abort, stopped, fail);
 	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
 fail:
 	return RSEQ_FAIL;
 }

@@ -190,22 +190,6 @@ static unsigned int refill_count(const struct kmem_cache *s, unsigned int cap)
 }
 
 /*
- * A sheaf sequence failed: if the CPU was stopped (its capacity parked
- * while a flush or resize holds it; percpu_array_stop()), count
- * SHEAF_BUSY. A hint read after the fact: statistics only.
- */
-static bool sheaf_busy(struct kmem_cache *s)
-{
-	return percpu_array_stopped(s->cpu_sheaves, raw_smp_processor_id());
-}
-
-static void sheaf_busy_stat(struct kmem_cache *s)
-{
-	if (sheaf_busy(s))
-		stat(s, SHEAF_BUSY);
-}
-
-/*
  * Give n objects to the sheaf of the CPU we run on now (which may not be
  * the one that found its sheaf empty), in one sequence; what does not fit
  * goes back to the slabs.
@@ -217,7 +201,8 @@ static void install_objects(struct kmem_cache *s, void **objs, unsigned int n)
 
 	r = this_cpu_array_push_batch(s->cpu_sheaves, objs, n, &k);
 	if (r != RSEQ_OK) {
-		sheaf_busy_stat(s);
+		if (r == RSEQ_STOPPED)
+			stat(s, SHEAF_BUSY);
 		k = 0;
 	}
 	if (k < n)
@@ -231,21 +216,19 @@ static void install_objects(struct kmem_cache *s, void **objs, unsigned int n)
  * that run on two CPUs of a machine's sixteen and use a few size classes.
  * Until then its capacity is 0, so both fast paths fail over to here.
  * Stopping the CPU orders this with set_sheaf_capacity(), which writes
- * the cache's capacity to 0 before it goes round the CPUs. A CPU that is
- * stopped (capacity 0 too, parked) is left to its stopper.
+ * the cache's capacity to 0 before it goes round the CPUs.
  */
 static void sheaf_init_cpu(struct kmem_cache *s)
 {
 	unsigned int cpu = raw_smp_processor_id();
-	pcpu_off_t ctl = s->cpu_sheaves;
+	struct slub_percpu_sheaves *pcs = pcs_ptr(s, cpu);
 
-	if (likely(READ_ONCE(pcs_ptr(s, cpu)->capacity)) ||
-	    !READ_ONCE(s->sheaf_capacity) || percpu_array_stopped(ctl, cpu))
+	if (likely(READ_ONCE(pcs->capacity)) || !READ_ONCE(s->sheaf_capacity))
 		return;
-	percpu_array_stop(ctl, cpu);
-	if (!percpu_array_capacity(ctl, cpu))
-		percpu_array_set_capacity(ctl, cpu, READ_ONCE(s->sheaf_capacity));
-	percpu_array_resume(ctl, cpu);
+	percpu_stop(s->cpu_sheaves, cpu);
+	if (!pcs->capacity)
+		WRITE_ONCE(pcs->capacity, READ_ONCE(s->sheaf_capacity));
+	percpu_resume(s->cpu_sheaves, cpu);
 }
 
 /*
@@ -272,9 +255,9 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 		stat(s, ALLOC_PCS);
 		return object;
 	}
-	if (!cap || sheaf_busy(s)) {
-		/* Sheaves turned off, or being flushed or resized. */
-		if (cap)
+	if (r == RSEQ_STOPPED || !cap) {
+		/* Being flushed or resized, or sheaves turned off. */
+		if (r == RSEQ_STOPPED)
 			stat(s, SHEAF_BUSY);
 		return slab_alloc_slab(s, gfp);
 	}
@@ -359,8 +342,8 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 	} else if (r == RSEQ_DUP) {
 		report_double_free(s, object);
 	} else {
-		if (cap)
-			sheaf_busy_stat(s);
+		if (r == RSEQ_STOPPED)
+			stat(s, SHEAF_BUSY);
 		slab_free_slab(s, virt_to_slab(object), object);
 	}
 	if (!sheaf)
@@ -389,13 +372,13 @@ static void flush_cpu_sheaf(struct kmem_cache *s, unsigned int cpu, int capacity
 	void *objs[SHEAF_MAX_CAPACITY];
 	unsigned int n;
 
-	percpu_array_stop(s->cpu_sheaves, cpu);
+	percpu_stop(s->cpu_sheaves, cpu);
 	n = pcs->size;
 	memcpy(objs, pcs->objects, n * sizeof(void *));
 	WRITE_ONCE(pcs->size, 0);
 	if (capacity >= 0)
-		percpu_array_set_capacity(s->cpu_sheaves, cpu, (uint32_t)capacity);
-	percpu_array_resume(s->cpu_sheaves, cpu);
+		WRITE_ONCE(pcs->capacity, (uint32_t)capacity);
+	percpu_resume(s->cpu_sheaves, cpu);
 	free_to_slabs(s, objs, n);
 }
 

@@ -371,9 +371,7 @@ static void check_cpu_sheaves(struct vstate *v, struct vcache *vc)
 
 	for_each_possible_cpu(cpu) {
 		struct slub_percpu_sheaves *pcs = per_cpu_ptr(s->cpu_sheaves, cpu);
-		/* Held still, the capacity is parked (percpu_array_stop()). */
-		unsigned int size = pcs->size;
-		unsigned int cap = percpu_array_capacity(s->cpu_sheaves, cpu);
+		unsigned int size = pcs->size, cap = pcs->capacity;
 
 		if (cap > SHEAF_MAX_CAPACITY || size > cap) {
 			verr(v, "%s: CPU %u sheaf holds %u objects, capacity %u",
@@ -652,7 +650,7 @@ static void stop_cache(struct kmem_cache *s)
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu)
-		percpu_array_stop_begin(s->cpu_sheaves, cpu);
+		percpu_stop_begin(s->cpu_sheaves, cpu);
 	for_each_possible_cpu(cpu)
 		percpu_stop_begin(s->cpu_slab, cpu);
 	slub_lock(&get_node(s, 0)->list_lock);
@@ -668,7 +666,7 @@ static void resume_cache(struct kmem_cache *s)
 	for_each_possible_cpu(cpu)
 		percpu_resume(s->cpu_slab, cpu);
 	for_each_possible_cpu(cpu)
-		percpu_array_resume(s->cpu_sheaves, cpu);
+		percpu_resume(s->cpu_sheaves, cpu);
 }
 
 static void *map_scratch(size_t len)

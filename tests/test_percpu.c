@@ -520,29 +520,6 @@ static void test_array_batch_semantics(void)
 	CHECK_EQ(k, A_CAP - 3);
 	CHECK(out[0] == in[0]);
 	CHECK_EQ(a->size, 0);
-	/* Stopped (capacity 0): every operation fails; resumed, they work. */
-	CHECK_EQ(this_cpu_array_push_batch(a_off, in, 2, &k), RSEQ_OK);
-	percpu_array_stop(a_off, cpu);
-	CHECK_EQ(a->capacity, 0);
-	CHECK_EQ(percpu_array_capacity(a_off, cpu), A_CAP);
-	if (percpu_rseq()) {	/* in fallback mode the lock stops: it would wait */
-		void *x;
-
-		CHECK_EQ(this_cpu_array_pop_batch(a_off, out, 1, &k), RSEQ_FAIL);
-		CHECK_EQ(this_cpu_array_push_batch(a_off, in + 2, 1, &k), RSEQ_FAIL);
-		CHECK_EQ(this_cpu_array_pop(a_off, &x), RSEQ_FAIL);
-		CHECK_EQ(this_cpu_array_push(a_off, in[3]), RSEQ_FAIL);
-	}
-	CHECK_EQ(a->size, 2);
-	percpu_array_set_capacity(a_off, cpu, A_CAP - 1);
-	percpu_array_resume(a_off, cpu);
-	CHECK_EQ(a->capacity, A_CAP - 1);
-	CHECK_EQ(percpu_array_capacity(a_off, cpu), A_CAP - 1);
-	CHECK_EQ(this_cpu_array_pop_batch(a_off, out, 8, &k), RSEQ_OK);
-	CHECK_EQ(k, 2);
-	percpu_array_stop(a_off, cpu);
-	percpu_array_set_capacity(a_off, cpu, A_CAP);
-	percpu_array_resume(a_off, cpu);
 	unpin();
 }
 
@@ -563,8 +540,9 @@ static void *array_thread(void *arg)
 
 		if (i % 64 == 0)
 			migrate_to(h->id + (int)(i / 64));
-		/* Stopped is capacity 0: a failure like an empty array's. */
 		r = this_cpu_array_pop_batch(a_off, buf, 1 + i % 5, &k);
+		if (r == RSEQ_STOPPED)
+			percpu_wait_stopped(a_off);
 		if (r != RSEQ_OK) {
 			sched_yield();
 			continue;
@@ -585,6 +563,8 @@ static void *array_thread(void *arg)
 			r = this_cpu_array_push_batch(a_off, buf + done, k - done, &put);
 			if (r == RSEQ_OK)
 				done += put;
+			else if (r == RSEQ_STOPPED)
+				percpu_wait_stopped(a_off);
 			else
 				migrate_to(h->id + (int)(i / 64) + (int)done + 1);
 		}
@@ -602,12 +582,8 @@ static void *array_stopper(void *arg)
 		struct pcpu_array *a;
 
 		cpu = (cpu + 1) % nr_cpu_ids;
-		percpu_array_stop(a_off, cpu);
+		percpu_stop(a_off, cpu);
 		a = per_cpu_ptr(a_off, cpu);
-		/* Stopped: capacity 0, the real one parked. */
-		if (READ_ONCE(a->capacity) != 0 ||
-		    percpu_array_capacity(a_off, cpu) != A_CAP)
-			__atomic_fetch_add(&dup_claims, 1, __ATOMIC_RELAXED);
 		for (uint32_t i = 0; i < a->size; i++)
 			if (__atomic_load_n(&((struct node *)a->objects[i])->owner,
 					    __ATOMIC_ACQUIRE))
@@ -618,7 +594,7 @@ static void *array_stopper(void *arg)
 			a->objects[i] = a->objects[j - 1];
 			a->objects[j - 1] = t;
 		}
-		percpu_array_resume(a_off, cpu);
+		percpu_resume(a_off, cpu);
 		stops++;
 		if (stops % 16 == 0)
 			sched_yield();

@@ -193,27 +193,22 @@ static inline rseq_tp_t arch_rseq_tp(uintptr_t offset)
 
 /*
  * Per-CPU object arrays (sheaves): right after the struct percpu_ctl at
- * ctl (8 bytes), a struct { u32 capacity; u32 size; void *objects[]; },
+ * ctl (8 bytes), a struct { u32 size; u32 capacity; void *objects[]; },
  * so one register addresses both and the fast paths save none.
  *
- * The array sequences read no stopped flag: an array's capacity is its
- * stop (percpu_array_stop() sets it to 0), and each of them compares with
- * the capacity anyway.
- *
  * Pop the last object:
- *	n = size; if (n - 1 >= capacity) goto fail;	(n == 0, or stopped)
- *	load = objects[n - 1]; size = n - 1;
+ *	n = size; if (!n) goto fail; load = objects[n - 1]; size = n - 1;
  * load is an output register, valid when the sequence commits.
  */
-#define ARCH_RSEQ_ARRAY_POP(_rs, _ctl, _load, _shift, _abort, _fail)	\
+#define ARCH_RSEQ_ARRAY_POP(_rs, _ctl, _load, _shift, _abort, _stopped, _fail) \
 	__asm__ __volatile__ goto(					\
 		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
-		RSEQ_ASM_ARM(_shift)					\
+		RSEQ_ASM_START(_shift)					\
 		"leaq (%[ctl], %%rax), %%rdx\n\t"			\
 		"movl 12(%%rdx), %%ecx\n\t"				\
+		"testl %%ecx, %%ecx\n\t"				\
+		"jz %l[fail]\n\t"					\
 		"subl $1, %%ecx\n\t"					\
-		"cmpl 8(%%rdx), %%ecx\n\t"				\
-		"jae %l[fail]\n\t"					\
 		"movq 16(%%rdx, %%rcx, 8), %[load]\n\t"			\
 		"movl %%ecx, 12(%%rdx)\n\t"				\
 		"2:\n\t"						\
@@ -221,11 +216,11 @@ static inline rseq_tp_t arch_rseq_tp(uintptr_t offset)
 		: [load] "=r"(_load)					\
 		: RSEQ_ASM_OPERANDS(_rs, _ctl)				\
 		: "memory", "cc", "rax", "rcx", "rdx"			\
-		: _abort, _fail)
+		: _abort, _stopped, _fail)
 
 /*
- * Push node onto the array unless it is full (or stopped: capacity 0), or
- * node is its last object already (a double free):
+ * Push node onto the array unless it is full, or node is its last object
+ * already (a double free):
  *	n = size; if (n >= capacity) goto fail;
  *	if (objects[n - 1] == node) goto dup;
  *	objects[n] = node; size = n + 1;
@@ -234,10 +229,11 @@ static inline rseq_tp_t arch_rseq_tp(uintptr_t offset)
  * store to objects[n] is beyond size until the commit, so an abort leaves
  * nothing visible.
  */
-#define ARCH_RSEQ_ARRAY_PUSH(_rs, _ctl, _node, _shift, _abort, _fail, _dup) \
+#define ARCH_RSEQ_ARRAY_PUSH(_rs, _ctl, _node, _shift, _abort, _stopped,	\
+			     _fail, _dup)					\
 	__asm__ __volatile__ goto(					\
 		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
-		RSEQ_ASM_ARM(_shift)					\
+		RSEQ_ASM_START(_shift)					\
 		"leaq (%[ctl], %%rax), %%rdx\n\t"			\
 		"movl 12(%%rdx), %%ecx\n\t"				\
 		"cmpl 8(%%rdx), %%ecx\n\t"				\
@@ -251,28 +247,24 @@ static inline rseq_tp_t arch_rseq_tp(uintptr_t offset)
 		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
 		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [node] "r"(_node)	\
 		: "memory", "cc", "rax", "rcx", "rdx"			\
-		: _abort, _fail, _dup)
+		: _abort, _stopped, _fail, _dup)
 
 /*
  * The sheaves' slow paths move many objects at once, still inside one
  * sequence, so that no other thread of the CPU ever waits for them (a
  * lock held by a preempted thread would). Pop up to max objects off the
  * top of the array into buf, in array order:
- *	n = size; if (n - 1 >= capacity) goto fail;	(n == 0, or stopped)
- *	k = min(n, max); if (!k) goto fail;
+ *	n = size; k = min(n, max); if (!k) goto fail;
  *	buf[0..k-1] = objects[n-k..n-1]; *count = k; size = n - k;
  * Every store before the commit goes to the caller's own memory.
  */
 #define ARCH_RSEQ_ARRAY_POP_BATCH(_rs, _ctl, _buf, _max, _count, _shift,	\
-				  _abort, _fail)			\
+				  _abort, _stopped, _fail)		\
 	__asm__ __volatile__ goto(					\
 		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
-		RSEQ_ASM_ARM(_shift)					\
+		RSEQ_ASM_START(_shift)					\
 		"leaq (%[ctl], %%rax), %%r8\n\t"			\
 		"movl 12(%%r8), %%ecx\n\t"				\
-		"leal -1(%%rcx), %%edx\n\t"				\
-		"cmpl 8(%%r8), %%edx\n\t"				\
-		"jae %l[fail]\n\t"					\
 		"movl %%ecx, %%edx\n\t"					\
 		"cmpl %[max], %%edx\n\t"				\
 		"cmoval %[max], %%edx\n\t"				\
@@ -294,20 +286,19 @@ static inline rseq_tp_t arch_rseq_tp(uintptr_t offset)
 		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [buf] "r"(_buf),	\
 		    [max] "r"(_max), [count] "m"(*(_count))		\
 		: "memory", "cc", "rax", "rcx", "rdx", "r8", "r9", "r10"	\
-		: _abort, _fail)
+		: _abort, _stopped, _fail)
 
 /*
  * Push up to max objects of buf onto the array, as many as fit:
  *	n = size; k = min(capacity - n, max); if (capacity <= n || !k) goto fail;
  *	objects[n..n+k-1] = buf[0..k-1]; *count = k; size = n + k;
- * (Stopped, capacity is 0.) The stores to objects[n..] are beyond size
- * until the commit.
+ * The stores to objects[n..] are beyond size until the commit.
  */
 #define ARCH_RSEQ_ARRAY_PUSH_BATCH(_rs, _ctl, _buf, _max, _count, _shift,	\
-				   _abort, _fail)			\
+				   _abort, _stopped, _fail)		\
 	__asm__ __volatile__ goto(					\
 		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
-		RSEQ_ASM_ARM(_shift)					\
+		RSEQ_ASM_START(_shift)					\
 		"leaq (%[ctl], %%rax), %%r8\n\t"			\
 		"movl 12(%%r8), %%ecx\n\t"				\
 		"movl 8(%%r8), %%edx\n\t"				\
@@ -333,7 +324,7 @@ static inline rseq_tp_t arch_rseq_tp(uintptr_t offset)
 		: : RSEQ_ASM_OPERANDS(_rs, _ctl), [buf] "r"(_buf),	\
 		    [max] "r"(_max), [count] "m"(*(_count))		\
 		: "memory", "cc", "rax", "rcx", "rdx", "r8", "r9", "r10"	\
-		: _abort, _fail)
+		: _abort, _stopped, _fail)
 
 /*
  * Set the 32-bit flag at (v + unit) to 1, but only on CPU cpu:
