@@ -68,11 +68,10 @@ static void fork_child(void)
 		malloc_fork_child();
 }
 
-
 /*
- * pthread_atfork() is a static stub from libc_nonshared.a, which the link
- * places after all of our text, in a fault-around window of code a
- * process may never run; calling what the stub calls keeps that window
+ * pthread_atfork() is a static wrapper from libc_nonshared.a, which the
+ * link places after all of our text, in a fault-around window of code a
+ * process may never run; calling what the wrapper calls keeps that window
  * unmapped. __register_atfork is in the LSB's core specification, and
  * __dso_handle unregisters the handlers if the library is unloaded.
  */
