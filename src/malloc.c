@@ -47,7 +47,6 @@ int slub_kmalloc_fine_default = 1;
  * power-of-two caches are (what the aligned calls rely on).
  */
 static char boot_area[64 << 10] __aligned(PAGE_SIZE);
-
 static size_t boot_used;
 static __thread int in_malloc_init;
 
