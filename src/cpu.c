@@ -96,8 +96,10 @@ static unsigned int affinity_count(void)
 	long n = syscall(SYS_sched_getaffinity, 0, sizeof(mask), mask);
 	unsigned int count = 0;
 
-	/* The raw call returns the bytes it wrote. */
-	/* Bit by bit: __builtin_popcountl is a libgcc call without -mpopcnt. */
+	/*
+	 * The raw call returns the bytes it wrote. Bit by bit:
+	 * __builtin_popcountl is a libgcc call without -mpopcnt.
+	 */
 	for (long i = 0; i < n / (long)sizeof(long); i++)
 		for (unsigned long m = mask[i]; m; m &= m - 1)
 			count++;

@@ -79,11 +79,6 @@ extern void *__dso_handle;
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
 			     void (*child)(void), void *dso_handle);
 
-static int register_atfork(void (*prepare)(void), void (*parent)(void),
-			   void (*child)(void))
-{
-	return __register_atfork(prepare, parent, child, __dso_handle);
-}
 /*
  * Set while this thread applies SLUB_CONFIG's global entries: a store that
  * needs the library (drain_all_pages() behind pcp_high_order=0, drain,
@@ -126,7 +121,7 @@ int slub_init_slow(void)
 	in_slub_init = 1;
 	policy_apply_global();
 	in_slub_init = 0;
-	register_atfork(fork_prepare, fork_parent, fork_child);
+	__register_atfork(fork_prepare, fork_parent, fork_child, __dso_handle);
 	__atomic_store_n(&slub_initialised, 1, __ATOMIC_RELEASE);
 	slub_unlock(&init_lock);
 	/* Up: now SLUB_STATS=1 and SLUB_CONTROL=1 may use the namespace. */

@@ -10,7 +10,6 @@
  * 2^order pages.
  */
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "init.h"

@@ -211,6 +211,23 @@ unsigned long sheaves_objects(struct kmem_cache *s, unsigned long *barn_full);
 int sheaves_init(void);
 
 /*
+ * The map id of an object's cache, from slab_cache_map: 0 (whose check
+ * fails) if the address is not in a slab of a cache with a map id, or
+ * lies at or beyond limit bytes into the arena; then ask virt_to_slab().
+ * limit is slab_map_limit, or the drop-in free's sheaf_fast_limit.free
+ * (0 while its fast paths are off). For frees, of objects the caller
+ * owns: their slab cannot go away meanwhile.
+ */
+static __always_inline unsigned int virt_to_map_id(const void *addr, uintptr_t limit)
+{
+	uintptr_t off = (uintptr_t)((const char *)addr - zone.arena);
+
+	if (unlikely(off >= limit))
+		return 0;
+	return slab_cache_map[off >> PAGE_SHIFT];
+}
+
+/*
  * The drop-in's fast paths (sheaf_fast_update() turns them on and off):
  * malloc takes sizes below alloc from a sheaf, free looks up addresses
  * less than free bytes into the arena in slab_cache_map. Both 0: off.
@@ -242,20 +259,15 @@ static __always_inline bool sheaf_alloc_fast(char *sheaf, void **object)
 /*
  * Push an object to its cache's CPU sheaf: the map byte of its page gives
  * the slab_fast[] entry for the object check and the fixed sheaf slot. An
- * address outside the limit (or a page without a map id, whose check
- * fails) goes to the slow path. For frees, of objects the caller owns:
- * their slab cannot go away meanwhile.
+ * address outside the limit, or a page without a map id, gets id 0, whose
+ * check fails: the slow path.
  */
 static __always_inline bool sheaf_free_fast(void *object)
 {
-	uintptr_t off = (uintptr_t)((char *)object - zone.arena);
-	const struct slab_fast *f;
-	unsigned int map_id;
+	unsigned int map_id = virt_to_map_id(object,
+			__atomic_load_n(&sheaf_fast_limit.free, __ATOMIC_ACQUIRE));
+	const struct slab_fast *f = &slab_fast[map_id];
 
-	if (unlikely(off >= __atomic_load_n(&sheaf_fast_limit.free, __ATOMIC_ACQUIRE)))
-		return false;
-	map_id = slab_cache_map[off >> PAGE_SHIFT];
-	f = &slab_fast[map_id];
 	/* One base register for the entry's four loads (gcc makes two). */
 	__asm__("" : "+r"(f));
 	return likely(object_start_fast(&f->check, object)) &&
@@ -346,21 +358,6 @@ static inline struct slab *virt_to_slab(const void *addr)
 	if (PAGE_STATE_TYPE(page_state(page)) != PGTY_SLAB)
 		return NULL;
 	return (struct slab *)page;
-}
-
-/*
- * The map id of an object's cache, from slab_cache_map: 0 (whose check
- * fails) if the address is not in a slab of a cache with a map id; then
- * ask virt_to_slab(). For frees, of objects the caller owns: their slab
- * cannot go away meanwhile.
- */
-static __always_inline unsigned int virt_to_map_id(const void *addr)
-{
-	uintptr_t off = (uintptr_t)((const char *)addr - zone.arena);
-
-	if (unlikely(off >= slab_map_limit))
-		return 0;
-	return slab_cache_map[off >> PAGE_SHIFT];
 }
 
 /* kmalloc's caches, smallest first (kmalloc.c has the two sets). */

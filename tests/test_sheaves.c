@@ -516,7 +516,7 @@ static void test_object_check(void)
 /* The cache free() finds for p through slab_cache_map; NULL if none. */
 static struct kmem_cache *map_cache(const void *p)
 {
-	unsigned int id = virt_to_map_id(p);
+	unsigned int id = virt_to_map_id(p, slab_map_limit);
 	const struct slab_fast *f = &slab_fast[id];
 
 	/* An entry with a cache is a copy of the cache's own fields. */
