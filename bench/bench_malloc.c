@@ -450,6 +450,35 @@ static double ratio(unsigned int w, unsigned int a, bool rss)
 	return med(&results[w][a], rss) / med(&results[w][b], rss);
 }
 
+/*
+ * libslub against the best peer repetition by repetition: repetition i
+ * ran every allocator back to back, so its ratio sees one load on a
+ * shared machine where the medians of the table may see two. The median
+ * of those ratios, and their range in *lo .. *hi; 0 if there is none.
+ */
+static double paired_ratio(unsigned int w, bool rss, double *lo, double *hi)
+{
+	const struct result *l = &results[w][A_SLUB];
+	int b = best_peer(w, rss);
+	double v[MAX_REPS];
+	unsigned int n;
+
+	if (b < 0 || !l->ran || l->failed[0])
+		return 0;
+	n = l->n < results[w][b].n ? l->n : results[w][b].n;
+	for (unsigned int i = 0; i < n; i++) {
+		const struct sample *x = &l->s[i], *y = &results[w][b].s[i];
+
+		v[i] = rss ? (double)x->hwm_kb / (double)y->hwm_kb : x->mops / y->mops;
+	}
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	*lo = v[0];
+	*hi = v[n - 1];
+	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static bool col_on(unsigned int a)
 {
 	return opt.alloc_on[a] && (a == A_GLIBC || lib_path[a][0]);
@@ -492,6 +521,27 @@ static void print_table(bool rss)
 	}
 }
 
+static void print_paired(void)
+{
+	bool any = false;
+
+	for (unsigned int w = 0; w < NR_WL; w++) {
+		double tlo = 0, thi = 0, rlo = 0, rhi = 0;
+		double t = paired_ratio(w, false, &tlo, &thi);
+		double r = paired_ratio(w, true, &rlo, &rhi);
+
+		if (!opt.wl_on[w] || !t)
+			continue;
+		if (!any)
+			printf("\nlibslub / best peer, repetition by repetition: "
+			       "median [lowest, highest]\n%-9s %24s %24s\n", "",
+			       "throughput", "peak RSS");
+		any = true;
+		printf("%-9s %8.2f [%5.2f, %5.2f] %8.2f [%5.2f, %5.2f]\n", wl_name[w],
+		       t, tlo, thi, r, rlo, rhi);
+	}
+}
+
 static void print_tables(void)
 {
 	char model[128];
@@ -512,6 +562,7 @@ static void print_tables(void)
 	       "(throughput: ratio < 1 is slower; RSS: ratio > 1 is more)\n");
 	print_table(false);
 	print_table(true);
+	print_paired();
 	for (unsigned int w = 0; w < NR_WL; w++)
 		for (unsigned int a = 0; a < NR_ALLOCS; a++)
 			if (results[w][a].failed[0])
@@ -598,6 +649,14 @@ static void write_json(const char *path)
 					"%.1f, \"ratio_throughput_best_peer\": %.4f, "
 					"\"ratio_rss_best_peer\": %.4f", med(r, false),
 					med(r, true), ratio(w, a, false), ratio(w, a, true));
+				if (a == A_SLUB) {
+					double lo, hi;
+
+					fprintf(f, ",\n        \"paired_ratio_throughput\": %.4f",
+						paired_ratio(w, false, &lo, &hi));
+					fprintf(f, ", \"paired_ratio_rss\": %.4f",
+						paired_ratio(w, true, &lo, &hi));
+				}
 			}
 			fprintf(f, "}");
 		}
