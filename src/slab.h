@@ -328,6 +328,9 @@ extern __internal struct slab_fast slab_fast[MAX_MAP_IDS];
  * lines apart they take all 64. Measured: 3-4% more oversubscribed churn.
  */
 #define SHEAF_SLOT_SIZE	(1024 + 64)
+_Static_assert(SHEAF_SLOT_SIZE % SMP_CACHE_BYTES == 0 &&
+	       (SHEAF_SLOT_SIZE / SMP_CACHE_BYTES) % 2 == 1,
+	       "sheaf slots an odd number of cache lines apart: every L1 set");
 extern __internal pcpu_off_t sheaf_slots;
 extern __internal char *sheaf_slots_addr;	/* pcpu_base + sheaf_slots */
 

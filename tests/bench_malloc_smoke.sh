@@ -1,0 +1,39 @@
+#!/bin/sh
+# bench_malloc end to end, very short: glibc and libslub-malloc only (the
+# peers need not be installed), every workload, three repetitions of
+# 0.05 s. The three tables and the JSON must be there, and libslub's
+# ratios must be what its samples give: the ratio of the medians, and the
+# median of the ratios within each repetition.
+# Usage: bench_malloc_smoke.sh bench_malloc libslub-malloc.so outdir
+set -eu
+bm=$1
+lib=$2
+out=$3
+rm -rf "$out"
+mkdir -p "$out"
+"$bm" -L "$lib" -a glibc,libslub -r 3 -d 0.05 -t 4 -o "$out/bm.json" \
+	>"$out/bm.txt" 2>&1 || { cat "$out/bm.txt"; exit 1; }
+for w in single prodcons oversub; do
+	[ "$(grep -c "^$w " "$out/bm.txt")" -eq 3 ] ||
+		{ echo "$w: not in each of the three tables"; cat "$out/bm.txt"; exit 1; }
+done
+grep -q '^libslub / best peer, repetition by repetition' "$out/bm.txt"
+python3 - "$out/bm.json" <<'PY'
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+assert sorted(d["workloads"]) == ["oversub", "prodcons", "single"]
+def close(a, b):
+    return abs(a - b) <= 1e-3 * abs(b)
+for name, w in d["workloads"].items():
+    g, l = w["glibc"], w["libslub"]
+    assert w["best_peer_throughput"] == "glibc" and w["best_peer_rss"] == "glibc", name
+    assert len(g["mops"]) == len(l["mops"]) == 3, name
+    assert min(g["mops"] + l["mops"] + g["peak_rss_kb"] + l["peak_rss_kb"]) > 0, name
+    assert close(l["ratio_throughput_best_peer"], l["mops_median"] / g["mops_median"]), name
+    assert close(l["ratio_rss_best_peer"], l["peak_rss_kb_median"] / g["peak_rss_kb_median"]), name
+    pt = statistics.median(a / b for a, b in zip(l["mops"], g["mops"]))
+    pr = statistics.median(a / b for a, b in zip(l["peak_rss_kb"], g["peak_rss_kb"]))
+    assert close(l["paired_ratio_throughput"], pt), (name, l["paired_ratio_throughput"], pt)
+    assert close(l["paired_ratio_rss"], pr), (name, l["paired_ratio_rss"], pr)
+    assert "paired_ratio_throughput" not in g, name
+PY
