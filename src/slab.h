@@ -190,8 +190,6 @@ _Static_assert(offsetof(struct slub_percpu_sheaves, capacity) ==
 	       offsetof(struct slub_percpu_sheaves, size) ==
 	       PERCPU_ARRAY(0) + offsetof(struct percpu_array, size),
 	       "the sheaf is a percpu_array after its ctl");
-_Static_assert(sizeof(struct slub_percpu_sheaves) <= 1024,
-	       "a CPU sheaf fits its slot (SHEAF_SLOT_SIZE)");
 
 /* A sheaf off the CPUs: in a barn, full, or empty for reuse. */
 struct slab_sheaf {
@@ -321,16 +319,18 @@ extern __internal struct slab_fast slab_fast[MAX_MAP_IDS];
  * to its sheaf with arithmetic, where a load would lengthen the chain of
  * dependent loads every free waits on.
  *
- * A slot is a sheaf (1 KiB at most) and one cache line more. At 1 KiB
- * apart, the first lines of all the sheaves (stopped flag, capacity,
- * size: every malloc and free reads one) fell into 4 of the 64 sets of a
- * 32 KiB 8-way L1, and every fourth sheaf's lay 4 KiB from the last; 17
- * lines apart they take all 64. Measured: 3-4% more oversubscribed churn.
+ * A slot is 9 cache lines, an odd number: the first lines of the sheaves
+ * (stopped flag, capacity, size: every malloc and free reads one) then
+ * fall into every one of the 64 sets of a 32 KiB 8-way L1. When slots
+ * were 1 KiB apart they shared 4 sets, and every fourth lay 4 KiB from
+ * the last; an odd stride measured 3% more oversubscribed churn. 9 lines
+ * hold the 528 bytes of a sheaf of SHEAF_MAX_CAPACITY, and map id * 576
+ * is a lea and a shift.
  */
-#define SHEAF_SLOT_SIZE	(1024 + 64)
-_Static_assert(SHEAF_SLOT_SIZE % SMP_CACHE_BYTES == 0 &&
+#define SHEAF_SLOT_SIZE	(9 * SMP_CACHE_BYTES)
+_Static_assert(sizeof(struct slub_percpu_sheaves) <= SHEAF_SLOT_SIZE &&
 	       (SHEAF_SLOT_SIZE / SMP_CACHE_BYTES) % 2 == 1,
-	       "sheaf slots an odd number of cache lines apart: every L1 set");
+	       "a CPU sheaf fits its slot, an odd number of cache lines");
 extern __internal pcpu_off_t sheaf_slots;
 extern __internal char *sheaf_slots_addr;	/* pcpu_base + sheaf_slots */
 

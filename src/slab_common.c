@@ -711,7 +711,7 @@ int slab_init(void)
 		slab_cache_map = NULL;	/* free() goes through struct page */
 	else
 		slab_map_limit = zone.nr_pages << PAGE_SHIFT;
-	/* 272 KiB of each CPU's unit, backed only where a cache has a slot. */
+	/* 144 KiB of each CPU's unit, backed only where a cache has a slot. */
 	sheaf_slots = percpu_reserve(ALIGN((size_t)MAX_MAP_IDS * SHEAF_SLOT_SIZE, PAGE_SIZE), PAGE_SIZE);
 	sheaf_slots_addr = pcpu_base + sheaf_slots;
 	slub_lock(&slab_mutex);
