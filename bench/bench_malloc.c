@@ -466,13 +466,13 @@ static double paired_ratio(unsigned int w, bool rss, double *lo, double *hi)
 	if (b < 0 || !l->ran || l->failed[0])
 		return 0;
 	n = l->n < results[w][b].n ? l->n : results[w][b].n;
+	if (!n)
+		return 0;
 	for (unsigned int i = 0; i < n; i++) {
 		const struct sample *x = &l->s[i], *y = &results[w][b].s[i];
 
 		v[i] = rss ? (double)x->hwm_kb / (double)y->hwm_kb : x->mops / y->mops;
 	}
-	if (!n)
-		return 0;
 	qsort(v, n, sizeof(v[0]), cmp_double);
 	*lo = v[0];
 	*hi = v[n - 1];
