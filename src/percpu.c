@@ -93,8 +93,9 @@ static pcpu_off_t __percpu_alloc(size_t size, size_t align, bool zero)
 
 		/*
 		 * First fit, but past a used grain or a full word at once:
-		 * the sheaf slots' 4,096 grains made grain-by-grain steps
-		 * cost 3M instructions over the bring-up's allocations.
+		 * stepping grain by grain through the sheaf slots' reserved
+		 * grains (4,096 of them when slots were 1 KiB) cost 3M
+		 * instructions over the bring-up's allocations.
 		 */
 		if (pcpu_map[g / 64] == ~0ULL) {
 			g = grain_round(g / 64 * 64 + 64, step);
