@@ -91,6 +91,14 @@ SLUB_API void drain_all_pages(void);
  */
 SLUB_API unsigned long page_alloc_shrink(void);
 
+/*
+ * Give free memory back to the operating system now: flush every cache's
+ * sheaves and CPU slabs, free its empty slabs, then page_alloc_shrink().
+ * Returns the pages released. Without it, free blocks go back on their
+ * own once they have been free for page_alloc/purge_delay_ms (docs/page_alloc.md).
+ */
+SLUB_API unsigned long slub_trim(void);
+
 /* ---- Slab caches (mm/slub.c) ---------------------------------------- */
 
 typedef unsigned int slab_flags_t;

@@ -415,6 +415,19 @@ MALLOC_API size_t malloc_usable_size(void *p)
 	return usable_size(p);
 }
 
+/*
+ * glibc's malloc_trim(): give free memory back to the system now, without
+ * waiting for page_alloc/purge_delay_ms (slub_trim()). pad is the slack
+ * glibc leaves at the top of its heap; there is no heap top here. Returns
+ * 1 if memory was released, 0 if not, as glibc's. Without this, a program
+ * that calls it under LD_PRELOAD would trim glibc's unused heap instead.
+ */
+MALLOC_API int malloc_trim(size_t pad)
+{
+	(void)pad;
+	return slub_trim() ? 1 : 0;
+}
+
 static void *slub_realloc(void *p, size_t size, const void *caller)
 {
 	size_t old;

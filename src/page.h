@@ -60,15 +60,29 @@ struct page {
 	uint32_t state;			/* PAGE_STATE(type, order), atomic */
 	uint32_t flags;
 	struct list_head lru;		/* free_area or pcp list */
-	/* Room for the slab layer's fields: slab_cache, freelist, counters. */
-	unsigned long slab_private[5];
+	union {
+		/* Room for the slab layer's fields: slab_cache, freelist, counters. */
+		unsigned long slab_private[5];
+		/* A backed block on a free list: when it got there (zone->now_ms). */
+		struct {
+			unsigned long __buddy_pad[4];
+			unsigned long free_ms;
+		};
+	};
 };
 
 _Static_assert(sizeof(struct page) == 64, "struct page is one cache line");
 
-/* Free blocks of one order. */
+/*
+ * Free blocks of one order. Backed blocks come first, newest at the head,
+ * where allocations take them; released blocks (PG_released) follow from
+ * released_first (NULL when there are none) to the tail. So allocations
+ * reuse memory that is still backed before they fault in released memory,
+ * and a purge finds the oldest backed block just before released_first.
+ */
 struct free_area {
 	struct list_head free_list;
+	struct page *released_first;
 	unsigned long nr_free;
 };
 
@@ -99,6 +113,7 @@ enum pa_stat_item {
 	BUDDY_FREE,			/* frees straight to the buddy */
 	ZONE_LOCK,			/* zone->lock acquisitions */
 	PAGES_RELEASED,			/* pages given back to the OS */
+	PAGES_PURGED,			/* of them, by a purge after the delay */
 	ALLOC_FAIL,			/* allocations that returned NULL */
 	BAD_FREE,			/* free_pages() calls reported as bugs */
 	NR_PA_STATS,
@@ -119,6 +134,11 @@ struct zone {
 	int batch;
 	int high;
 	int high_set;			/* pcp_high was written: keep it */
+
+	/* Purging (page_alloc/purge_delay_ms): see page_alloc_purge_tick() */
+	int purge_delay_ms;		/* -1: never; else after this long */
+	unsigned long now_ms;		/* coarse clock, read at zone_lock() */
+	unsigned long purge_next_ms;	/* the next pass is due */
 
 	pcpu_off_t pcp;			/* struct per_cpu_pages */
 	pcpu_off_t stats;		/* unsigned long[NR_PA_STATS] */

@@ -17,9 +17,11 @@
  * or from the buddy lists, as the kernel's pcp_spin_trylock() callers do.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "fail.h"
 #include "init.h"
@@ -29,10 +31,20 @@
 
 struct zone zone = { .lock = SLUB_LOCK_INIT };
 
+/* The coarse clock (a few ms a tick, no system call): good enough to age free blocks. */
+static unsigned long clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (unsigned long)ts.tv_sec * 1000 + (unsigned long)ts.tv_nsec / 1000000;
+}
+
 static inline void zone_lock(void)
 {
 	slub_lock(&zone.lock);
 	pa_stat(ZONE_LOCK);
+	zone.now_ms = clock_ms();
 }
 
 static inline void zone_unlock(void)
@@ -59,22 +71,37 @@ static inline bool pcp_allowed_order(unsigned int order)
 
 /* ---- The buddy allocator (under zone->lock) ------------------------------- */
 
+/* A backed block goes to the head, a released one to the tail (page.h). */
 static void add_to_free_list(struct page *page, unsigned int order, bool released)
 {
+	struct free_area *area = &zone.free_area[order];
+
 	set_page_state(page, PGTY_BUDDY, order);
 	page->flags = released ? PG_released : 0;
-	if (released)
+	if (released) {
 		zone.released_pages += 1UL << order;
-	list_add(&page->lru, &zone.free_area[order].free_list);
-	zone.free_area[order].nr_free++;
+		list_add_tail(&page->lru, &area->free_list);
+		if (!area->released_first)
+			area->released_first = page;
+	} else {
+		page->free_ms = zone.now_ms;
+		list_add(&page->lru, &area->free_list);
+	}
+	area->nr_free++;
 }
 
 static void del_from_free_list(struct page *page, unsigned int order)
 {
+	struct free_area *area = &zone.free_area[order];
+
+	if (page == area->released_first)
+		area->released_first = page->lru.next == &area->free_list ? NULL :
+				       list_entry(page->lru.next, struct page, lru);
 	list_del(&page->lru);
-	zone.free_area[order].nr_free--;
+	area->nr_free--;
 	if (page->flags & PG_released)
 		zone.released_pages -= 1UL << order;
+	page->free_ms = 0;
 	set_page_state(page, PGTY_NONE, 0);
 }
 
@@ -165,6 +192,104 @@ static struct page *__rmqueue_smallest(unsigned int order)
 	return NULL;
 }
 
+/* ---- Purging: free memory back to the system after a delay --------------- */
+
+/*
+ * A free block that merges to MAX_PAGE_ORDER goes back to the system at
+ * once (__free_one_page()), but after a burst the survivors pin most
+ * max-order blocks, and the free memory between them stays resident for
+ * good. A purge releases free blocks that have stayed backed for
+ * purge_delay_ms, as jemalloc's decay and mimalloc's purge delay do; the
+ * kernel has nothing to give its memory back to, so none of the seeds has
+ * this. Blocks on pcp lists are not purged: `high` bounds them.
+ */
+#define PURGE_BATCH	256	/* blocks a pass releases, each an madvise() under zone->lock */
+
+/*
+ * Release the backed blocks of one order that have been free for at least
+ * min_age ms, oldest first, at most *budget of them. The oldest backed
+ * block is the one just before released_first (page.h), so releasing it
+ * moves that boundary and not the block. Returns the pages released.
+ */
+static unsigned long release_old_blocks(unsigned int order, unsigned long min_age,
+					unsigned int *budget)
+{
+	struct free_area *area = &zone.free_area[order];
+	struct list_head *pos = area->released_first ? area->released_first->lru.prev :
+						       area->free_list.prev;
+	unsigned long released = 0;
+
+	while (pos != &area->free_list && *budget) {
+		struct page *page = list_entry(pos, struct page, lru);
+
+		if (zone.now_ms - page->free_ms < min_age || !release_block(page, order))
+			break;
+		pos = pos->prev;
+		page->flags |= PG_released;
+		zone.released_pages += 1UL << order;
+		area->released_first = page;
+		released += 1UL << order;
+		(*budget)--;
+	}
+	return released;
+}
+
+/* Under zone->lock, zone.now_ms fresh: a pass if one is due. */
+static void purge_locked(void)
+{
+	int delay = READ_ONCE(zone.purge_delay_ms);
+	unsigned int budget = PURGE_BATCH;
+	unsigned long released = 0;
+
+	if (delay < 0 || zone.now_ms < zone.purge_next_ms)
+		return;
+	/* Largest blocks first: the most memory for each system call. */
+	for (int o = MAX_PAGE_ORDER; o >= 0 && budget; o--)
+		released += release_old_blocks((unsigned int)o, (unsigned long)delay, &budget);
+	if (released)
+		pa_stat_add(PAGES_PURGED, (long)released);
+	/* Out of budget: the rest is due now. Else look again in a quarter delay. */
+	WRITE_ONCE(zone.purge_next_ms, budget ? zone.now_ms + (unsigned long)delay / 4 :
+				      zone.now_ms);
+}
+
+/* After a list operation: purge if due, then unlock. */
+static inline void zone_unlock_purge(void)
+{
+	purge_locked();
+	zone_unlock();
+}
+
+/*
+ * For the slab layer's slow paths, which run far more often than the
+ * zone is locked once sheaves serve most requests: a process whose frees
+ * now end at sheaves and slabs still ages its free pages out. When
+ * nothing is due this is a clock read and a compare; when the zone is
+ * busy, whoever holds it purges on the way out.
+ */
+void page_alloc_purge_tick(void)
+{
+	if (READ_ONCE(zone.purge_delay_ms) < 0 ||
+	    clock_ms() < READ_ONCE(zone.purge_next_ms) ||
+	    !slub_trylock(&zone.lock))
+		return;
+	pa_stat(ZONE_LOCK);
+	zone.now_ms = clock_ms();
+	purge_locked();
+	zone_unlock();
+}
+
+int page_alloc_set_purge_delay(long ms)
+{
+	if (ms < -1 || ms > PURGE_DELAY_MAX)
+		return -EINVAL;
+	slub_lock(&zone.lock);
+	WRITE_ONCE(zone.purge_delay_ms, (int)ms);
+	WRITE_ONCE(zone.purge_next_ms, 0);	/* the next operation looks */
+	slub_unlock(&zone.lock);
+	return 0;
+}
+
 /* ---- Per-CPU page lists ------------------------------------------------------ */
 
 /*
@@ -194,7 +319,7 @@ static int rmqueue_bulk(unsigned int order, int count, struct list_head *list)
 		set_page_state(page, PGTY_PCP, order);
 		list_add_tail(&page->lru, list);
 	}
-	zone_unlock();
+	zone_unlock_purge();
 	return i;
 }
 
@@ -233,7 +358,7 @@ static void free_pcppages_bulk(struct per_cpu_pages *pcp, int count)
 		pcp_count_add(pcp, -(1 << pindex));
 		__free_one_page(page, pindex);
 	}
-	zone_unlock();
+	zone_unlock_purge();
 	pcp->free_pindex = pindex;
 }
 
@@ -279,7 +404,7 @@ static struct page *rmqueue_buddy(unsigned int order)
 	pa_stat(BUDDY_ALLOC);
 	zone_lock();
 	page = __rmqueue_smallest(order);
-	zone_unlock();
+	zone_unlock_purge();
 	return page;
 }
 
@@ -308,7 +433,7 @@ static void free_one_page(struct page *page, unsigned int order)
 	pa_stat(BUDDY_FREE);
 	zone_lock();
 	__free_one_page(page, order);
-	zone_unlock();
+	zone_unlock_purge();
 }
 
 static void free_unref_page(struct page *page, unsigned int order)
@@ -363,18 +488,10 @@ unsigned long page_alloc_shrink(void)
 		return 0;
 	drain_all_pages();
 	zone_lock();
-	for (unsigned int order = 0; order <= MAX_PAGE_ORDER; order++) {
-		struct list_head *pos;
+	for (int o = MAX_PAGE_ORDER; o >= 0; o--) {
+		unsigned int budget = UINT_MAX;
 
-		list_for_each(pos, &zone.free_area[order].free_list) {
-			struct page *page = list_entry(pos, struct page, lru);
-
-			if (page->flags & PG_released || !release_block(page, order))
-				continue;
-			page->flags |= PG_released;
-			zone.released_pages += 1UL << order;
-			released += 1UL << order;
-		}
+		released += release_old_blocks((unsigned int)o, 0, &budget);
 	}
 	zone_unlock();
 	return released;

@@ -19,6 +19,16 @@ int pcp_set_high_order(unsigned long on);
 int pcp_set_batch(unsigned long batch);
 int pcp_set_high(unsigned long high);
 
+/*
+ * Purging (page_alloc/purge_delay_ms): free blocks that have stayed backed
+ * this long are given back to the system; -1 never, 0 at the next look.
+ */
+#define PURGE_DELAY_DEFAULT	1000
+#define PURGE_DELAY_MAX		(3600 * 1000)
+int page_alloc_set_purge_delay(long ms);
+/* A purge pass if one is due; for the slab layer's slow paths. */
+void page_alloc_purge_tick(void);
+
 /* A consistent snapshot of the zone's counts, taken under zone->lock. */
 struct zone_snapshot {
 	unsigned long nr_free[NR_PAGE_ORDERS];	/* untouched blocks included */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* page_alloc/ and cpu/ in the sysfs-style namespace. */
 #include <errno.h>
+#include <string.h>
 
 #include "init.h"
 #include "page_alloc.h"
@@ -51,6 +52,25 @@ static int tunable_store(void *obj, long arg, const char *val)
 	if (arg == (long)offsetof(struct zone, batch))
 		return pcp_set_batch(v);
 	return pcp_set_high(v);
+}
+
+static void purge_delay_show(struct seq_buf *s, void *obj, long arg)
+{
+	(void)obj, (void)arg;
+	seq_printf(s, "%d\n", READ_ONCE(zone.purge_delay_ms));
+}
+
+/* Milliseconds, or -1 for never. */
+static int purge_delay_store(void *obj, long arg, const char *val)
+{
+	unsigned long v;
+
+	(void)obj, (void)arg;
+	if (!strcmp(val, "-1") || !strcmp(val, "-1\n"))
+		return page_alloc_set_purge_delay(-1);
+	if (sysfs_parse_ulong(val, &v) || v > PURGE_DELAY_MAX)
+		return -EINVAL;
+	return page_alloc_set_purge_delay((long)v);
 }
 
 static int drain_store(void *obj, long arg, const char *val)
@@ -125,6 +145,7 @@ static const struct slub_attr page_alloc_attrs[] = {
 	TUNABLE("pcp_high_order", pcp_high_order),
 	TUNABLE("pcp_batch", batch),
 	TUNABLE("pcp_high", high),
+	{ "purge_delay_ms", purge_delay_show, purge_delay_store, 0 },
 	{ "drain", NULL, drain_store, 0 },
 	{ "shrink", NULL, shrink_store, 0 },
 	{ "pcp_count", pcp_count_show, NULL, 0 },
@@ -144,6 +165,7 @@ static const struct slub_attr page_alloc_attrs[] = {
 	STAT("buddy_free", BUDDY_FREE),
 	STAT("zone_lock", ZONE_LOCK),
 	STAT("pages_released", PAGES_RELEASED),
+	STAT("pages_purged", PAGES_PURGED),
 	STAT("alloc_fail", ALLOC_FAIL),
 	STAT("bad_free", BAD_FREE),
 };

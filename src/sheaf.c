@@ -19,6 +19,7 @@
  * restarts half full, which is the spare's job in the kernel.
  */
 #include "init.h"
+#include "page_alloc.h"
 #include "slub_internal.h"
 
 /* Barn sheaves come from here; it has no sheaves of its own. */
@@ -249,6 +250,7 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 	void *object;
 
 	sheaf_init_cpu(s);
+	page_alloc_purge_tick();
 	/* Refilled meanwhile by another thread of the CPU, or migrated. */
 	r = this_cpu_array_pop(s->cpu_sheaves, &object);
 	if (r == RSEQ_OK) {
@@ -319,6 +321,7 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 	enum rseq_result r;
 
 	sheaf_init_cpu(s);
+	page_alloc_purge_tick();
 	/* Room made meanwhile by another thread of the CPU, or migrated. */
 	r = this_cpu_array_push(s->cpu_sheaves, object);
 	if (r == RSEQ_FAIL && cap) {
@@ -492,6 +495,13 @@ unsigned long sheaves_objects(struct kmem_cache *s, unsigned long *barn_full)
 		n += list_entry(pos, struct slab_sheaf, barn_list)->size;
 	slub_unlock(&barn->lock);
 	return n;
+}
+
+/* After the caches' barns have been emptied (slub_trim(), slab_mutex held). */
+void shrink_sheaf_cache(void)
+{
+	if (sheaf_cache)
+		kmem_cache_shrink_locked(sheaf_cache);
 }
 
 int sheaves_init(void)

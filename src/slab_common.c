@@ -564,6 +564,25 @@ int kmem_cache_shrink(struct kmem_cache *s)
 	return kmem_cache_shrink_locked(s);
 }
 
+/*
+ * Shrink every cache, then slab_sheaf once more: the barns of the caches
+ * shrunk after it gave their empty sheaves back to it. Then release every
+ * free page.
+ */
+unsigned long slub_trim(void)
+{
+	struct list_head *pos;
+
+	if (slab_ready())
+		return 0;
+	slub_lock(&slab_mutex);
+	list_for_each(pos, &slab_caches)
+		kmem_cache_shrink_locked(list_entry(pos, struct kmem_cache, list));
+	shrink_sheaf_cache();
+	slub_unlock(&slab_mutex);
+	return page_alloc_shrink();
+}
+
 void kmem_cache_destroy(struct kmem_cache *s)
 {
 	unsigned long caller = _RET_IP_;

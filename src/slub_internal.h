@@ -209,6 +209,7 @@ void init_sheaves(struct kmem_cache *s, unsigned int capacity);
 unsigned int default_sheaf_capacity(const struct kmem_cache *s);
 unsigned long sheaves_objects(struct kmem_cache *s, unsigned long *barn_full);
 int sheaves_init(void);
+void shrink_sheaf_cache(void);
 
 /*
  * The map id of an object's cache, from slab_cache_map: 0 (whose check

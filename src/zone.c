@@ -162,8 +162,11 @@ int page_alloc_init(void)
 	if (ret)
 		return ret;
 
-	for (unsigned int o = 0; o <= MAX_PAGE_ORDER; o++)
+	for (unsigned int o = 0; o <= MAX_PAGE_ORDER; o++) {
 		INIT_LIST_HEAD(&zone.free_area[o].free_list);
+		zone.free_area[o].released_first = NULL;
+	}
+	zone.purge_delay_ms = PURGE_DELAY_DEFAULT;
 	zone.frontier = 0;
 	zone.free_pages = zone.nr_pages;
 	zone.released_pages = zone.nr_pages;
@@ -249,6 +252,42 @@ static unsigned long check_list(struct list_head *head, enum page_type type,
 	return errors;
 }
 
+/*
+ * An order's list holds its backed blocks first, newest first, then its
+ * released ones from released_first (page.h): allocation and purging both
+ * rely on it.
+ */
+static unsigned long check_free_order(unsigned int order)
+{
+	struct free_area *area = &zone.free_area[order];
+	struct page *first = NULL, *prev = NULL;
+	struct list_head *pos;
+
+	list_for_each(pos, &area->free_list) {
+		struct page *page = list_entry(pos, struct page, lru);
+
+		if (page->flags & PG_released) {
+			if (!first)
+				first = page;
+		} else if (first || (prev && page->free_ms > prev->free_ms)) {
+			slub_pr_err("BUG: page_alloc: pfn %05lx on the order-%u "
+				    "list: a backed block %s\n", page_to_pfn(page),
+				    order, first ? "after a released one" :
+				    "freed later than the one before it");
+			return 1;
+		} else {
+			prev = page;
+		}
+	}
+	if (first != area->released_first) {
+		slub_pr_err("BUG: page_alloc: order-%u released_first is %p, the "
+			    "first released block %p\n", order,
+			    (void *)area->released_first, (void *)first);
+		return 1;
+	}
+	return 0;
+}
+
 /* With every pcp lock and zone->lock held (page_alloc_fork_prepare()). */
 unsigned long page_alloc_check_locked(void)
 {
@@ -260,6 +299,7 @@ unsigned long page_alloc_check_locked(void)
 
 		errors += check_list(&zone.free_area[o].free_list, PGTY_BUDDY, o,
 				     "buddy", &pages, &released);
+		errors += check_free_order(o);
 		if (pages >> o != zone.free_area[o].nr_free) {
 			slub_pr_err("BUG: page_alloc: order-%u nr_free %lu, list "
 				    "holds %lu\n", o, zone.free_area[o].nr_free,

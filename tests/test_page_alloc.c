@@ -369,6 +369,80 @@ static void test_release_rss(void)
 	CHECK_EQ(zoneinfo("pages_released"), zoneinfo("pages_total"));
 }
 
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts))
+		;
+}
+
+/*
+ * Purging: free blocks that stay backed for purge_delay_ms go back to the
+ * system, oldest first, and never younger ones; allocations take backed
+ * blocks before released ones.
+ */
+static void test_purge(void)
+{
+	enum { N = 32, ORDER = 4 };	/* order 4: no pcp list in between */
+	const char *delay = "page_alloc/purge_delay_ms";
+	char *p[4 * N];
+	long long purged;
+	long rss_freed, rss_purged;
+
+	reset();
+	CHECK_EQ(sysfs_num(delay), 1000);
+	CHECK_EQ(sysfs_set(delay, "-2"), -EINVAL);
+	CHECK_EQ(sysfs_set(delay, "soon"), -EINVAL);
+	CHECK_EQ(sysfs_set(delay, "3600001"), -EINVAL);
+	CHECK_EQ(sysfs_set(delay, "-1"), 0);
+	CHECK_EQ(sysfs_num(delay), -1);
+
+	for (int i = 0; i < 4 * N; i++) {
+		p[i] = __get_free_pages(GFP_KERNEL, ORDER);
+		CHECK(p[i] != NULL);
+		memset(p[i], 0x5a, PAGE << ORDER);
+	}
+	/* Every fourth block: its buddy stays allocated, so none merges. */
+	for (int i = 0; i < 4 * N; i += 4)
+		free_pages(p[i], ORDER);
+	rss_freed = rss_kib();
+	purged = page_alloc_stat("pages_purged");
+
+	/* -1: never, however long they wait. */
+	sleep_ms(30);
+	page_alloc_purge_tick();
+	CHECK_EQ(page_alloc_stat("pages_purged"), purged);
+
+	/* 40 ms: the blocks free for 60 go; one freed just now stays. */
+	CHECK_EQ(sysfs_set(delay, "40"), 0);
+	sleep_ms(60);
+	free_pages(p[2], ORDER);
+	page_alloc_purge_tick();
+	CHECK_EQ(page_alloc_stat("pages_purged") - purged, N << ORDER);
+	rss_purged = rss_kib();
+	CHECK(rss_freed - rss_purged >= (long)((N - 2) * (PAGE << ORDER) / 1024));
+	CHECK_EQ(page_alloc_check(), 0);	/* backed blocks before released */
+
+	/* The backed block is the one handed out again, not a released one. */
+	CHECK(__get_free_pages(GFP_KERNEL, ORDER) == p[2]);
+
+	/* 0: at the next look, whatever its age. */
+	CHECK_EQ(sysfs_set(delay, "0"), 0);
+	purged = page_alloc_stat("pages_purged");
+	free_pages(p[2], ORDER);
+	page_alloc_purge_tick();
+	CHECK(page_alloc_stat("pages_purged") - purged >= 1 << ORDER);
+	CHECK_EQ(page_alloc_check(), 0);
+
+	CHECK_EQ(sysfs_set(delay, "1000"), 0);
+	for (int i = 0; i < 4 * N; i++)
+		if (i % 4 && i != 2)
+			free_pages(p[i], ORDER);
+	unpin();
+	check_all_merged();
+}
+
 int main(void)
 {
 	test_cpus_init();
@@ -380,5 +454,6 @@ int main(void)
 	TEST(test_pcp_order0_mode);
 	TEST(test_round_robin_drain);
 	TEST(test_release_rss);
+	TEST(test_purge);
 	return test_done();
 }
