@@ -20,6 +20,7 @@ PAGE_BENCH_ARGS ?=
 SLAB_BENCH_ARGS ?=
 RR_BENCH_ARGS ?=
 MALLOC_BENCH_ARGS ?=
+BURST_BENCH_ARGS ?=
 FUZZ_TIME ?= 60
 FUZZ_ARGS ?=
 STRESS_TIME ?= 300
@@ -75,7 +76,7 @@ bench:
 # The detailed benchmarks behind the suite: PAGE_BENCH_ARGS go to
 # bench_page_alloc, SLAB_BENCH_ARGS to bench_slab (-F adds the libslub
 # columns in fallback mode), RR_BENCH_ARGS to bench_rr, MALLOC_BENCH_ARGS
-# to bench_malloc.
+# to bench_malloc, BURST_BENCH_ARGS to bench_burst.
 bench-detail:
 	@sh scripts/deps.sh bench
 	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DSLUB_TESTS=OFF >/dev/null
@@ -86,8 +87,10 @@ bench-detail:
 	./build-release/bench/bench_rr -o results/rr.json $(RR_BENCH_ARGS)
 	./build-release/bench/bench_malloc -L build-release/libslub-malloc.so \
 		-o results/malloc.json $(MALLOC_BENCH_ARGS)
+	./build-release/bench/bench_burst -L build-release/libslub-malloc.so \
+		-o results/burst.json $(BURST_BENCH_ARGS)
 	@echo "results: results/page_alloc.json results/slab.json results/rr.json" \
-	      "results/malloc.json"
+	      "results/malloc.json results/burst.json"
 
 install: build
 	$(CMAKE) --install build --prefix $(PREFIX)

@@ -265,6 +265,35 @@ bool find_exe_sibling(const char *name, char *buf, size_t size)
 	return false;
 }
 
+bool alloc_lib_path(const char *name, const char *slub_path, char *buf, size_t size)
+{
+	const struct peer_lib *l = peer_lib(name);
+
+	buf[0] = 0;
+	if (!strcmp(name, "libslub")) {
+		if (slub_path)
+			snprintf(buf, size, "%s", slub_path);
+		else
+			find_exe_sibling("libslub-malloc.so", buf, size);
+	} else if (l) {
+		peer_lib_path(l, buf, size);
+	}
+	if (buf[0] && access(buf, R_OK))
+		buf[0] = 0;
+	return buf[0] != 0;
+}
+
+void exec_preloaded(int wfd, const char *lib, char *const argv[])
+{
+	if (dup2(wfd, 1) < 0)
+		return;
+	if (lib[0])
+		setenv("LD_PRELOAD", lib, 1);
+	else
+		unsetenv("LD_PRELOAD");
+	execv("/proc/self/exe", argv);
+}
+
 /* ---- The blocking queue ----------------------------------------------------- */
 
 static long futex(uint32_t *uaddr, int op, uint32_t val)

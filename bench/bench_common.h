@@ -77,6 +77,33 @@ bool peer_lib_path(const struct peer_lib *l, char *buf, size_t size);
 bool find_exe_sibling(const char *name, char *buf, size_t size);
 
 /*
+ * In a child of run_child(): stdout to wfd, LD_PRELOAD set to lib (unset
+ * when lib is empty, for glibc), and this program executed again with
+ * argv. Returns only if that failed.
+ */
+void exec_preloaded(int wfd, const char *lib, char *const argv[]);
+
+/*
+ * The library to preload for the allocator called name: none for glibc;
+ * slub_path, or the libslub-malloc.so beside this program, for libslub;
+ * the Debian library for a peer. False, and buf empty, when there is none
+ * that can be read (always for glibc).
+ */
+bool alloc_lib_path(const char *name, const char *slub_path, char *buf, size_t size);
+
+/* xorshift64: a cheap generator that does not show next to an allocator. */
+static inline uint64_t xorshift64(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*s = x;
+	return x;
+}
+
+/*
  * A bounded single-producer single-consumer queue of two-word items, as a
  * socket between two threads: the receiver sleeps on a futex while it is
  * empty, as in recv(), and the sender while it is full, as in send() on a

@@ -104,13 +104,7 @@ static __attribute__((noreturn)) void die(const char *what, const char *why)
 
 static inline uint64_t rnd(uint64_t *s)
 {
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	*s = x;
-	return x;
+	return xorshift64(s);
 }
 
 static inline size_t rnd_size(uint64_t *s)
@@ -361,13 +355,7 @@ static void start_one(int wfd, void *arg)
 {
 	unsigned int a = *(unsigned int *)arg;
 
-	if (dup2(wfd, 1) < 0)
-		return;
-	if (lib_path[a][0])
-		setenv("LD_PRELOAD", lib_path[a], 1);
-	else
-		unsetenv("LD_PRELOAD");
-	execv("/proc/self/exe", child_argv);
+	exec_preloaded(wfd, lib_path[a], child_argv);
 }
 
 static void run_one(unsigned int w, unsigned int a)
@@ -700,18 +688,11 @@ static void parse_list(char *arg, const char *const *names, unsigned int n, bool
 
 static void find_libs(void)
 {
-	if (opt.slub_path)
-		snprintf(lib_path[A_SLUB], PATH_MAX, "%s", opt.slub_path);
-	else
-		find_exe_sibling("libslub-malloc.so", lib_path[A_SLUB], PATH_MAX);
 	for (unsigned int a = 1; a < NR_ALLOCS; a++) {
 		const struct peer_lib *l = peer_lib(alloc_name[a]);
 
-		if (l)
-			peer_lib_path(l, lib_path[a], PATH_MAX);
-		if (lib_path[a][0] && access(lib_path[a], R_OK))
-			lib_path[a][0] = 0;
-		if (lib_path[a][0] && !realpath(lib_path[a], lib_real[a]))
+		if (alloc_lib_path(alloc_name[a], opt.slub_path, lib_path[a], PATH_MAX) &&
+		    !realpath(lib_path[a], lib_real[a]))
 			lib_real[a][0] = 0;
 		if (opt.alloc_on[a] && !lib_path[a][0])
 			fprintf(stderr, "bench_malloc: NOTE: %s not found (%s), left out\n",

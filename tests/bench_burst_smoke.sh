@@ -1,0 +1,28 @@
+#!/bin/sh
+# bench_burst end to end, short: glibc and libslub-malloc, a 32 MiB burst,
+# 0.3 s of waiting. With a 50 ms purge delay libslub must have given most
+# of the freed memory back by the end of the wait; with purging off it
+# must still hold it, and malloc_trim() must give it back. glibc's
+# malloc_trim() must shrink glibc's heap (the column is what it says).
+# Usage: bench_burst_smoke.sh bench_burst libslub-malloc.so
+set -eu
+bb=$1
+lib=$2
+run() {
+	SLUB_CONFIG="page_alloc/purge_delay_ms=$1" "$bb" -L "$lib" -a glibc,libslub \
+		-m 32 -s 0.3 -r 1 2>&1
+}
+# row NAME: "peak freed waited trimmed" in MiB, from the table in $out
+row() {
+	echo "$out" | awk -v n="$1" '$1 == n && NF >= 5 { print $2, $3, $4, $5 }'
+}
+check() {
+	echo "$2" | awk "{ exit !($3) }" ||
+		{ echo "$1: $2 fails $3"; echo "$out"; exit 1; }
+}
+out=$(run 50)
+check "glibc" "$(row glibc)" '$1 >= 30 && $4 < 0.6 * $2'
+check "libslub, purge after 50 ms" "$(row libslub)" '$1 >= 30 && $3 < 0.6 * $2'
+out=$(run -1)
+check "libslub, no purge" "$(row libslub)" '$3 >= 0.9 * $2 && $4 < 0.6 * $2'
+echo "$out"
