@@ -99,6 +99,8 @@ struct per_cpu_pages {
 	int count;
 	unsigned int free_pindex;	/* where the last bulk free stopped */
 	struct list_head lists[NR_PCP_LISTS];
+	unsigned long nr_ops;		/* allocations and frees through the lists */
+	unsigned long nr_ops_seen;	/* nr_ops at the last idle check */
 };
 
 /* Per-CPU statistics of the page allocator (page_alloc/ in sysfs). */
@@ -114,6 +116,7 @@ enum pa_stat_item {
 	ZONE_LOCK,			/* zone->lock acquisitions */
 	PAGES_RELEASED,			/* pages given back to the OS */
 	PAGES_PURGED,			/* of them, by a purge after the delay */
+	PCP_IDLE_DRAIN,			/* idle pcp lists given back to the buddy */
 	ALLOC_FAIL,			/* allocations that returned NULL */
 	BAD_FREE,			/* free_pages() calls reported as bugs */
 	NR_PA_STATS,
@@ -139,6 +142,7 @@ struct zone {
 	int purge_delay_ms;		/* -1: never; else after this long */
 	unsigned long now_ms;		/* coarse clock, read at zone_lock() */
 	unsigned long purge_next_ms;	/* the next pass is due */
+	unsigned long pcp_idle_next_ms;	/* the next look for idle pcp lists */
 
 	pcpu_off_t pcp;			/* struct per_cpu_pages */
 	pcpu_off_t stats;		/* unsigned long[NR_PA_STATS] */

@@ -261,17 +261,54 @@ static inline void zone_unlock_purge(void)
 }
 
 /*
+ * Pages on a pcp list are never purged, and `high` lets a CPU hold 341 of
+ * them: on a machine of many CPUs, most of a burst's memory can end up on
+ * lists of CPUs the program no longer runs on. So a list that has seen no
+ * allocation or free since the last look, at least a quarter delay ago,
+ * goes back to the buddy, where it ages like any free block. The kernel
+ * lowers an idle CPU's pcp->high step by step instead (decay_pcp_high(),
+ * from Huang Ying's PCP high auto-tuning, Linux 6.7). Only tried locks: a
+ * busy list is in use.
+ */
+static void free_pcppages_bulk(struct per_cpu_pages *pcp, int count);
+
+static void drain_idle_pcps(unsigned long now, int delay)
+{
+	unsigned int cpu;
+
+	WRITE_ONCE(zone.pcp_idle_next_ms, now + (unsigned long)delay / 4);
+	for_each_possible_cpu(cpu) {
+		struct per_cpu_pages *pcp = pcp_ptr(cpu);
+
+		if (!READ_ONCE(pcp->count) || !slub_trylock(&pcp->ctl.lock))
+			continue;
+		if (pcp->nr_ops == pcp->nr_ops_seen && pcp->count) {
+			pa_stat(PCP_IDLE_DRAIN);
+			free_pcppages_bulk(pcp, pcp->count);
+		}
+		pcp->nr_ops_seen = pcp->nr_ops;
+		slub_unlock(&pcp->ctl.lock);
+	}
+}
+
+/*
  * For the slab layer's slow paths, which run far more often than the
  * zone is locked once sheaves serve most requests: a process whose frees
- * now end at sheaves and slabs still ages its free pages out. When
- * nothing is due this is a clock read and a compare; when the zone is
- * busy, whoever holds it purges on the way out.
+ * now end at sheaves and slabs still ages its free pages out, and its
+ * idle pcp lists. When nothing is due this is a clock read and two
+ * compares; when the zone is busy, whoever holds it purges on the way out.
  */
 void page_alloc_purge_tick(void)
 {
-	if (READ_ONCE(zone.purge_delay_ms) < 0 ||
-	    clock_ms() < READ_ONCE(zone.purge_next_ms) ||
-	    !slub_trylock(&zone.lock))
+	int delay = READ_ONCE(zone.purge_delay_ms);
+	unsigned long now;
+
+	if (delay < 0)
+		return;
+	now = clock_ms();
+	if (now >= READ_ONCE(zone.pcp_idle_next_ms))
+		drain_idle_pcps(now, delay);
+	if (now < READ_ONCE(zone.purge_next_ms) || !slub_trylock(&zone.lock))
 		return;
 	pa_stat(ZONE_LOCK);
 	zone.now_ms = clock_ms();
@@ -286,6 +323,7 @@ int page_alloc_set_purge_delay(long ms)
 	slub_lock(&zone.lock);
 	WRITE_ONCE(zone.purge_delay_ms, (int)ms);
 	WRITE_ONCE(zone.purge_next_ms, 0);	/* the next operation looks */
+	WRITE_ONCE(zone.pcp_idle_next_ms, 0);
 	slub_unlock(&zone.lock);
 	return 0;
 }
@@ -394,6 +432,7 @@ static struct page *rmqueue_pcplist(struct per_cpu_pages *pcp, unsigned int orde
 	page = list_first_entry(list, struct page, lru);
 	list_del(&page->lru);
 	pcp_count_add(pcp, -(1 << order));
+	pcp->nr_ops++;
 	return page;
 }
 
@@ -448,6 +487,7 @@ static void free_unref_page(struct page *page, unsigned int order)
 			set_page_state(page, PGTY_PCP, order);
 			list_add(&page->lru, &pcp->lists[order]);
 			pcp_count_add(pcp, 1 << order);
+			pcp->nr_ops++;
 			if (pcp->count >= READ_ONCE(zone.high))
 				free_pcppages_bulk(pcp, READ_ONCE(zone.batch));
 			slub_unlock(&pcp->ctl.lock);

@@ -166,6 +166,7 @@ static const struct slub_attr page_alloc_attrs[] = {
 	STAT("zone_lock", ZONE_LOCK),
 	STAT("pages_released", PAGES_RELEASED),
 	STAT("pages_purged", PAGES_PURGED),
+	STAT("pcp_idle_drain", PCP_IDLE_DRAIN),
 	STAT("alloc_fail", ALLOC_FAIL),
 	STAT("bad_free", BAD_FREE),
 };

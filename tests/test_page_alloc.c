@@ -443,6 +443,55 @@ static void test_purge(void)
 	check_all_merged();
 }
 
+/*
+ * A pcp list that sees no allocation or free between two looks goes back
+ * to the buddy, and its pages are purged like any free block; a list in
+ * use stays.
+ */
+static void test_purge_idle_pcp(void)
+{
+	enum { N = 64 };
+	const char *delay = "page_alloc/purge_delay_ms";
+	long long drains, purged;
+	void *p[N];
+
+	reset();
+	CHECK_EQ(sysfs_set(delay, "40"), 0);
+	for (int i = 0; i < N; i++) {
+		p[i] = __get_free_pages(GFP_KERNEL, 0);
+		CHECK(p[i] != NULL);
+		memset(p[i], 0x5a, PAGE);
+	}
+	/* p[0] stays: its 4 MiB block cannot merge whole and go back at once. */
+	for (int i = 1; i < N; i++)
+		free_pages(p[i], 0);
+	CHECK(zoneinfo("pages_pcp") >= N - 1);
+	drains = page_alloc_stat("pcp_idle_drain");
+
+	page_alloc_purge_tick();		/* used since the last look */
+	sleep_ms(20);
+	free_pages(__get_free_pages(GFP_KERNEL, 0), 0);
+	page_alloc_purge_tick();		/* used again */
+	CHECK_EQ(page_alloc_stat("pcp_idle_drain"), drains);
+	CHECK(zoneinfo("pages_pcp") >= N - 1);
+
+	sleep_ms(20);
+	purged = page_alloc_stat("pages_purged");
+	page_alloc_purge_tick();		/* idle since the last look */
+	CHECK_EQ(page_alloc_stat("pcp_idle_drain") - drains, 1);
+	CHECK_EQ(zoneinfo("pages_pcp"), 0);
+	CHECK_EQ(page_alloc_stat("pages_purged"), purged);	/* not yet */
+	sleep_ms(60);
+	page_alloc_purge_tick();
+	CHECK(page_alloc_stat("pages_purged") - purged >= N - 1);
+	CHECK_EQ(page_alloc_check(), 0);
+
+	CHECK_EQ(sysfs_set(delay, "1000"), 0);
+	free_pages(p[0], 0);
+	unpin();
+	check_all_merged();
+}
+
 int main(void)
 {
 	test_cpus_init();
@@ -455,5 +504,6 @@ int main(void)
 	TEST(test_round_robin_drain);
 	TEST(test_release_rss);
 	TEST(test_purge);
+	TEST(test_purge_idle_pcp);
 	return test_done();
 }
