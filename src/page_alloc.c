@@ -201,7 +201,8 @@ static struct page *__rmqueue_smallest(unsigned int order)
  * good. A purge releases free blocks that have stayed backed for
  * purge_delay_ms, as jemalloc's decay and mimalloc's purge delay do; the
  * kernel has nothing to give its memory back to, so none of the seeds has
- * this. Blocks on pcp lists are not purged: `high` bounds them.
+ * this. Blocks on pcp lists are not purged; an idle list goes back to the
+ * buddy first (drain_idle_pcps()).
  */
 #define PURGE_BATCH	256	/* blocks a pass releases, each an madvise() under zone->lock */
 
@@ -274,9 +275,14 @@ static void free_pcppages_bulk(struct per_cpu_pages *pcp, int count);
 
 static void drain_idle_pcps(unsigned long now, int delay)
 {
+	unsigned long next = READ_ONCE(zone.pcp_idle_next_ms);
 	unsigned int cpu;
 
-	WRITE_ONCE(zone.pcp_idle_next_ms, now + (unsigned long)delay / 4);
+	/* One thread a look: a second would take the first's marks for idleness. */
+	if (now < next || !__atomic_compare_exchange_n(&zone.pcp_idle_next_ms, &next,
+						       now + (unsigned long)delay / 4, false,
+						       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
 	for_each_possible_cpu(cpu) {
 		struct per_cpu_pages *pcp = pcp_ptr(cpu);
 
@@ -306,8 +312,7 @@ void page_alloc_purge_tick(void)
 	if (delay < 0)
 		return;
 	now = clock_ms();
-	if (now >= READ_ONCE(zone.pcp_idle_next_ms))
-		drain_idle_pcps(now, delay);
+	drain_idle_pcps(now, delay);
 	if (now < READ_ONCE(zone.purge_next_ms) || !slub_trylock(&zone.lock))
 		return;
 	pa_stat(ZONE_LOCK);
