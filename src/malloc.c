@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "init.h"
+#include "malloc_internal.h"
 #include "report.h"
 #include "slub_internal.h"
 
@@ -111,6 +112,8 @@ struct huge {
 
 static struct huge *huge_table;
 static struct slub_lock huge_lock = SLUB_LOCK_INIT;
+/* For mallinfo2() and malloc_stats(), under huge_lock. */
+static struct malloc_huge_usage huge_usage;
 
 static inline unsigned int huge_slot(uintptr_t addr)
 {
@@ -200,6 +203,12 @@ static void *huge_alloc(size_t size, size_t align)
 	if (h) {
 		h->addr = (uintptr_t)start;
 		h->size = len;
+		huge_usage.nr++;
+		huge_usage.bytes += len;
+		if (huge_usage.nr > huge_usage.max_nr)
+			huge_usage.max_nr = huge_usage.nr;
+		if (huge_usage.bytes > huge_usage.max_bytes)
+			huge_usage.max_bytes = huge_usage.bytes;
 	}
 	slub_unlock(&huge_lock);
 	if (!h) {
@@ -208,6 +217,13 @@ static void *huge_alloc(size_t size, size_t align)
 		return NULL;
 	}
 	return start;
+}
+
+void malloc_huge_usage(struct malloc_huge_usage *u)
+{
+	slub_lock(&huge_lock);
+	*u = huge_usage;
+	slub_unlock(&huge_lock);
 }
 
 /* Called by init.c's fork handlers, before and after every other lock. */
@@ -236,8 +252,11 @@ static size_t huge_lookup(const void *p, bool unmap)
 	h = huge_table ? huge_find((uintptr_t)p, false) : NULL;
 	if (h) {
 		size = h->size;
-		if (unmap)
+		if (unmap) {
 			huge_remove(h);
+			huge_usage.nr--;
+			huge_usage.bytes -= size;
+		}
 	}
 	slub_unlock(&huge_lock);
 	if (h && unmap)

@@ -33,6 +33,7 @@ void page_alloc_purge_tick(void);
 struct zone_snapshot {
 	unsigned long nr_free[NR_PAGE_ORDERS];	/* untouched blocks included */
 	unsigned long total, free, pcp, used, released;
+	unsigned long untouched;	/* of nr_free[MAX_PAGE_ORDER]: above the frontier */
 };
 void zone_snapshot(struct zone_snapshot *snap);
 

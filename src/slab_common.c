@@ -565,6 +565,34 @@ int kmem_cache_shrink(struct kmem_cache *s)
 }
 
 /*
+ * The objects in sheaves and barns are free to the program but in use to
+ * the slabs: they count as cached here, not in use. A CPU slab counts as
+ * full, as slabinfo's Objects column has it.
+ */
+void slab_usage(struct slab_usage *u)
+{
+	struct list_head *pos;
+
+	memset(u, 0, sizeof(*u));
+	if (slab_ready())
+		return;
+	slub_lock(&slab_mutex);
+	list_for_each(pos, &slab_caches) {
+		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
+		unsigned long barn_full, cached = sheaves_objects(s, &barn_full);
+		struct slab_counts cnt;
+
+		slab_count(s, &cnt);
+		if (cached > cnt.objects)
+			cached = cnt.objects;
+		u->slab_pages += cnt.slabs << oo_order(s->oo);
+		u->inuse_bytes += (cnt.objects - cached) * s->size;
+		u->cached_bytes += cached * s->size;
+	}
+	slub_unlock(&slab_mutex);
+}
+
+/*
  * Shrink every cache, then slab_sheaf once more: the barns of the caches
  * shrunk after it gave their empty sheaves back to it. Then release every
  * free page.

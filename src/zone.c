@@ -216,8 +216,8 @@ void zone_snapshot(struct zone_snapshot *snap)
 	slub_lock(&zone.lock);
 	for (unsigned int o = 0; o <= MAX_PAGE_ORDER; o++)
 		snap->nr_free[o] = zone.free_area[o].nr_free;
-	snap->nr_free[MAX_PAGE_ORDER] += (zone.nr_pages - zone.frontier) >>
-					 MAX_PAGE_ORDER;
+	snap->untouched = (zone.nr_pages - zone.frontier) >> MAX_PAGE_ORDER;
+	snap->nr_free[MAX_PAGE_ORDER] += snap->untouched;
 	snap->free = zone.free_pages;
 	snap->released = zone.released_pages;
 	slub_unlock(&zone.lock);
