@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <slub.h>
@@ -117,6 +118,22 @@ static inline void capture_stderr(void (*fn)(void *), void *arg, char *out,
 	out[n > 0 ? n : 0] = '\0';
 	close(fd);
 	unlink(name);
+}
+
+/* Sleep for ms milliseconds, through signals. */
+static inline void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts))
+		;
+}
+
+/* A size the compiler cannot see through, so that malloc calls stay calls. */
+static inline size_t opaque_size(size_t n)
+{
+	__asm__ volatile("" : "+r"(n));
+	return n;
 }
 
 /* Resident set size in KiB, from /proc/self/statm. */

@@ -16,13 +16,6 @@
 
 #define BIG	(100 * 1024)		/* a block of pages */
 
-/* Hide a size from the compiler's malloc knowledge. */
-static size_t opaque(size_t n)
-{
-	__asm__ volatile("" : "+r"(n));
-	return n;
-}
-
 static void set_faults(const char *page, const char *slab)
 {
 	CHECK_EQ(slub_sysfs_write("fail/page", page), 0);
@@ -37,20 +30,20 @@ static void test_page_failures(void)
 	memset(small, 0x3c, 40);
 	set_faults("100", "0");
 	errno = 0;
-	CHECK(malloc(opaque(BIG)) == NULL && errno == ENOMEM);
+	CHECK(malloc(opaque_size(BIG)) == NULL && errno == ENOMEM);
 	errno = 0;
-	CHECK(calloc(1, opaque(2 * BIG)) == NULL && errno == ENOMEM);
+	CHECK(calloc(1, opaque_size(2 * BIG)) == NULL && errno == ENOMEM);
 	errno = 0;
-	CHECK(realloc(small, opaque(BIG)) == NULL && errno == ENOMEM);
+	CHECK(realloc(small, opaque_size(BIG)) == NULL && errno == ENOMEM);
 	CHECK(small[39] == 0x3c);
-	CHECK_EQ(posix_memalign(&q, 4096, opaque(BIG)), ENOMEM);
+	CHECK_EQ(posix_memalign(&q, 4096, opaque_size(BIG)), ENOMEM);
 	errno = 0;
-	CHECK(aligned_alloc(4096, opaque(BIG)) == NULL && errno == ENOMEM);
+	CHECK(aligned_alloc(4096, opaque_size(BIG)) == NULL && errno == ENOMEM);
 	set_faults("0", "0");
-	CHECK((p = realloc(small, opaque(BIG))) != NULL);
+	CHECK((p = realloc(small, opaque_size(BIG))) != NULL);
 	CHECK(p[39] == 0x3c);
 	free(p);
-	CHECK(posix_memalign(&q, 4096, opaque(BIG)) == 0);
+	CHECK(posix_memalign(&q, 4096, opaque_size(BIG)) == 0);
 	free(q);
 }
 
@@ -68,9 +61,9 @@ static void test_slab_failures(void)
 	}
 	set_faults("0", "100");
 	errno = 0;
-	CHECK(malloc(opaque(1500)) == NULL && errno == ENOMEM);
+	CHECK(malloc(opaque_size(1500)) == NULL && errno == ENOMEM);
 	set_faults("0", "0");
-	CHECK((p = malloc(opaque(1500))) != NULL);
+	CHECK((p = malloc(opaque_size(1500))) != NULL);
 	free(p);
 }
 
@@ -80,7 +73,7 @@ static void test_recovered(void)
 	void *p[1000];
 
 	for (int i = 0; i < 1000; i++)
-		CHECK((p[i] = malloc(opaque((size_t)i * 97 + 1))) != NULL);
+		CHECK((p[i] = malloc(opaque_size((size_t)i * 97 + 1))) != NULL);
 	for (int i = 0; i < 1000; i++)
 		free(p[i]);
 	CHECK_EQ(validate_idle(report, sizeof(report)), 0);

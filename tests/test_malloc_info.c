@@ -16,13 +16,6 @@
 #define NR	10000
 #define HUGE	(8UL << 20)		/* past the page allocator's 4 MiB */
 
-/* Hide a size from the compiler's malloc knowledge. */
-static size_t opaque(size_t n)
-{
-	__asm__ volatile("" : "+r"(n));
-	return n;
-}
-
 static long long diff(size_t after, size_t before)
 {
 	return (long long)after - (long long)before;
@@ -31,13 +24,13 @@ static long long diff(size_t after, size_t before)
 static void test_mallinfo2_objects(void)
 {
 	long long slot = slab_num("kmalloc-1k", "slab_size"), want = NR * slot;
-	char **p = malloc(opaque(NR * sizeof(*p)));
+	char **p = malloc(opaque_size(NR * sizeof(*p)));
 	struct mallinfo2 a, b, c;
 
 	CHECK(p != NULL && slot >= OBJ);
 	a = mallinfo2();
 	for (int i = 0; i < NR; i++) {
-		p[i] = malloc(opaque(OBJ));
+		p[i] = malloc(opaque_size(OBJ));
 		memset(p[i], 0x3c, OBJ);
 	}
 	b = mallinfo2();
@@ -63,7 +56,7 @@ static void test_mallinfo2_objects(void)
 static void test_mallinfo2_huge(void)
 {
 	struct mallinfo2 a = mallinfo2(), b, c;
-	char *h = malloc(opaque(HUGE));
+	char *h = malloc(opaque_size(HUGE));
 
 	CHECK(h != NULL);
 	memset(h, 1, HUGE);
@@ -116,7 +109,7 @@ static long long stats_value(const char *text, const char *key, int n)
 
 static void test_malloc_stats(void)
 {
-	char *h = malloc(opaque(HUGE)), text[2048];
+	char *h = malloc(opaque_size(HUGE)), text[2048];
 	struct mallinfo2 m;
 
 	CHECK(h != NULL);

@@ -20,28 +20,13 @@
 
 static char **burst;
 
-/* Hide a size from the compiler's malloc knowledge. */
-static size_t opaque(size_t n)
-{
-	__asm__ volatile("" : "+r"(n));
-	return n;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts))
-		;
-}
-
 /* Allocate the burst, free all but the survivors; the RSS it leaves, KiB. */
 static long burst_and_free(void)
 {
 	burst = malloc(NR * sizeof(*burst));
 	CHECK(burst != NULL);
 	for (size_t i = 0; i < NR; i++) {
-		burst[i] = malloc(opaque(OBJ));
+		burst[i] = malloc(opaque_size(OBJ));
 		CHECK(burst[i] != NULL);
 		memset(burst[i], (int)(i % 251), OBJ);
 	}
@@ -94,7 +79,7 @@ static void test_purge_after_delay(void)
 	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "-1"), 0);
 	freed = burst_and_free();
 	sleep_ms(100);
-	free(malloc(opaque(64 << 10)));		/* the page allocator: a look */
+	free(malloc(opaque_size(64 << 10)));		/* the page allocator: a look */
 	waited = rss_kib();
 	/* Never: nothing went back while the pages waited. */
 	CHECK(freed - waited < 8 << 10);
@@ -103,7 +88,7 @@ static void test_purge_after_delay(void)
 	sleep_ms(100);
 	/* A pass releases at most 256 blocks; a program that goes on runs more. */
 	for (int i = 0; i < 64; i++)
-		free(malloc(opaque(64 << 10)));
+		free(malloc(opaque_size(64 << 10)));
 	purged = rss_kib();
 	fprintf(stderr, "rss after the frees %ld KiB, %ld with no purge, %ld "
 		"purged\n", freed, waited, purged);

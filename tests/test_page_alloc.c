@@ -369,14 +369,6 @@ static void test_release_rss(void)
 	CHECK_EQ(zoneinfo("pages_released"), zoneinfo("pages_total"));
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts))
-		;
-}
-
 /*
  * Purging: free blocks that stay backed for purge_delay_ms go back to the
  * system, oldest first, and never younger ones; allocations take backed
