@@ -258,16 +258,10 @@ static void usage(void)
 
 static void parse_allocs(char *arg)
 {
-	memset(opt.alloc_on, 0, sizeof(opt.alloc_on));
-	for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
-		unsigned int a;
+	const char *bad = parse_names(arg, alloc_name, NR_ALLOCS, opt.alloc_on);
 
-		for (a = 0; a < NR_ALLOCS && strcmp(tok, alloc_name[a]); a++)
-			;
-		if (a == NR_ALLOCS)
-			die("unknown allocator", tok);
-		opt.alloc_on[a] = true;
-	}
+	if (bad)
+		die("unknown allocator", bad);
 }
 
 static void find_libs(void)

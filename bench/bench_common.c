@@ -265,6 +265,21 @@ bool find_exe_sibling(const char *name, char *buf, size_t size)
 	return false;
 }
 
+const char *parse_names(char *arg, const char *const *names, unsigned int n, bool *on)
+{
+	memset(on, 0, n * sizeof(*on));
+	for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
+		unsigned int i;
+
+		for (i = 0; i < n && strcmp(tok, names[i]); i++)
+			;
+		if (i == n)
+			return tok;
+		on[i] = true;
+	}
+	return NULL;
+}
+
 bool alloc_lib_path(const char *name, const char *slub_path, char *buf, size_t size)
 {
 	const struct peer_lib *l = peer_lib(name);

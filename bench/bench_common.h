@@ -91,6 +91,13 @@ void exec_preloaded(int wfd, const char *lib, char *const argv[]);
  */
 bool alloc_lib_path(const char *name, const char *slub_path, char *buf, size_t size);
 
+/*
+ * A comma-separated list of names (-a glibc,libslub): on[i] set for each
+ * names[i] in it, every other cleared. Returns NULL, or the first word of
+ * arg that is no name (arg is cut up by strtok).
+ */
+const char *parse_names(char *arg, const char *const *names, unsigned int n, bool *on);
+
 /* xorshift64: a cheap generator that does not show next to an allocator. */
 static inline uint64_t xorshift64(uint64_t *s)
 {

@@ -674,16 +674,10 @@ static void usage(void)
 
 static void parse_list(char *arg, const char *const *names, unsigned int n, bool *on)
 {
-	memset(on, 0, n * sizeof(*on));
-	for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
-		unsigned int i;
+	const char *bad = parse_names(arg, names, n, on);
 
-		for (i = 0; i < n && strcmp(tok, names[i]); i++)
-			;
-		if (i == n)
-			die("unknown name", tok);
-		on[i] = true;
-	}
+	if (bad)
+		die("unknown name", bad);
 }
 
 static void find_libs(void)

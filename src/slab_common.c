@@ -566,7 +566,7 @@ int kmem_cache_shrink(struct kmem_cache *s)
 
 /*
  * The objects in sheaves and barns are free to the program but in use to
- * the slabs: they count as cached here, not in use. A CPU slab counts as
+ * the slabs: they do not count as in use here. A CPU slab counts as
  * full, as slabinfo's Objects column has it.
  */
 void slab_usage(struct slab_usage *u)
@@ -587,7 +587,6 @@ void slab_usage(struct slab_usage *u)
 			cached = cnt.objects;
 		u->slab_pages += cnt.slabs << oo_order(s->oo);
 		u->inuse_bytes += (cnt.objects - cached) * s->size;
-		u->cached_bytes += cached * s->size;
 	}
 	slub_unlock(&slab_mutex);
 }

@@ -426,7 +426,7 @@ void slab_count(struct kmem_cache *s, struct slab_counts *cnt);
 
 /* Every cache at once, for mallinfo2(): pages in slabs, bytes in objects in use. */
 struct slab_usage {
-	unsigned long slab_pages, inuse_bytes, cached_bytes;
+	unsigned long slab_pages, inuse_bytes;
 };
 void slab_usage(struct slab_usage *u);
 
