@@ -162,16 +162,26 @@ static void free_to_slabs(struct kmem_cache *s, void **objs, unsigned int n)
 	stat_add(s, SHEAF_FLUSH, n);
 }
 
+/*
+ * The free objects of the slabs the cache has first; then, for what is
+ * still wanted, a new slab whose objects come without their freelist
+ * links written (alloc_new_slab_bulk()).
+ */
 static unsigned int refill_from_slabs(struct kmem_cache *s, gfp_t gfp,
 				      void **objs, unsigned int want)
 {
 	unsigned int n;
 
+	gfp &= ~__GFP_ZERO;
 	for (n = 0; n < want; n++) {
-		objs[n] = slab_alloc_slab(s, gfp & ~__GFP_ZERO);
+		objs[n] = __slab_alloc_slab(s, gfp, false);
 		if (!objs[n])
 			break;
 	}
+	if (n < want)
+		n += alloc_new_slab_bulk(s, gfp, objs + n, want - n);
+	if (!n)
+		errno = ENOMEM;
 	stat_add(s, SHEAF_REFILL, n);
 	return n;
 }

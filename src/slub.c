@@ -99,7 +99,12 @@ void remove_partial(struct kmem_cache_node *n, struct slab *slab)
 
 /* ---- Slabs from and to the page allocator ------------------------------------- */
 
-struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp)
+/*
+ * A new slab. Its first `take` objects (at most all of them) are the
+ * caller's, and no freelist link is written into them; the rest are
+ * linked in address order. inuse says how many were taken.
+ */
+struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp, unsigned int take)
 {
 	struct kmem_cache_order_objects oo = s->oo;
 	unsigned int order = oo_order(oo), objects, i;
@@ -135,18 +140,23 @@ struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp)
 	slab->flags = 0;
 	if (unlikely(kmem_cache_debug(s)))
 		setup_slab_debug(s, addr, (unsigned int)PAGE_SIZE << order);
+	if (take > objects)
+		take = objects;
 	/* Objects start after their left red zone (none without debug). */
 	first = (char *)addr + s->red_left_pad;
-	for (i = 0, p = first; i < objects; i++, p += s->size) {
+	i = unlikely(kmem_cache_debug(s)) || s->ctor ? 0 : take;
+	for (p = first + (size_t)i * s->size; i < objects; i++, p += s->size) {
 		if (unlikely(kmem_cache_debug(s)))
 			setup_object_debug(s, p);
 		if (s->ctor)
 			s->ctor(p);
-		set_freepointer(s, p, i + 1 < objects ? p + s->size : NULL);
+		if (i >= take)
+			set_freepointer(s, p, i + 1 < objects ? p + s->size : NULL);
 	}
-	slab->freelist = first;
+	slab->freelist = take < objects ? first + (size_t)take * s->size : NULL;
 	slab->counters = 0;
 	slab->objects = objects;
+	slab->inuse = take;
 	set_page_state(page, PGTY_SLAB, order);
 	if (s->map_id)
 		memset(slab_cache_map + page_to_pfn(page), (int)s->map_id, 1U << order);
@@ -174,6 +184,39 @@ void discard_slab(struct kmem_cache *s, struct slab *slab)
 {
 	dec_slabs_node(get_node(s, slab_nid(slab)), slab->objects);
 	free_slab(s, slab);
+}
+
+/*
+ * Up to max objects of a new slab for a sheaf refill that found none in
+ * the slabs it has (sheaf.c), straight into objs, with no freelist link
+ * written into them: a page of the slab is touched only when the program
+ * uses an object on it, so the objects a sheaf holds and never hands out
+ * cost no memory, and a class used once costs a page, not a slab. What
+ * is not taken stays on the slab's freelist, on the node partial list.
+ * objs[0] is the highest address: the sheaf hands out the lowest first.
+ */
+unsigned int alloc_new_slab_bulk(struct kmem_cache *s, gfp_t gfp, void **objs,
+				 unsigned int max)
+{
+	struct kmem_cache_node *n = get_node(s, 0);
+	struct slab *slab = allocate_slab(s, gfp, max);
+	unsigned int take;
+	char *first;
+
+	if (!slab)
+		return 0;
+	inc_slabs_node(n, slab->objects);
+	stat(s, ALLOC_SLAB);
+	take = slab->inuse;
+	first = (char *)slab_address(slab) + s->red_left_pad;
+	for (unsigned int i = 0; i < take; i++)
+		objs[take - 1 - i] = first + (size_t)i * s->size;
+	if (slab->freelist) {
+		list_lock(s, n);
+		add_partial(n, slab, DEACTIVATE_TO_HEAD);
+		list_unlock(n);
+	}
+	return take;
 }
 
 /* ---- Freezing and unfreezing ----------------------------------------------------- */
@@ -461,10 +504,11 @@ static struct slab *get_partial_node(struct kmem_cache *s,
 
 /*
  * With c's lock held and its fast paths stopped, c is ours alone.
- * Returns an object, or NULL when no slab can be had.
+ * Returns an object, or NULL when no slab can be had (or, without grow,
+ * when one would have to be allocated).
  */
 static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp,
-			   struct kmem_cache_cpu *c, unsigned int cpu)
+			   struct kmem_cache_cpu *c, unsigned int cpu, bool grow)
 {
 	struct slab *slab = c->slab;
 	bool had_slab = slab != NULL, thrashing;
@@ -504,7 +548,9 @@ static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp,
 		goto load_freelist;
 	}
 
-	slab = allocate_slab(s, gfp);
+	if (!grow)
+		return NULL;
+	slab = allocate_slab(s, gfp, 0);
 	if (!slab)
 		return NULL;
 	inc_slabs_node(get_node(s, 0), slab->objects);
@@ -521,7 +567,8 @@ load_freelist:
 	return freelist;
 }
 
-void *__slab_alloc(struct kmem_cache *s, gfp_t gfp)
+/* grow: a new slab if the CPU's and the node's have no free object. */
+void *__slab_alloc(struct kmem_cache *s, gfp_t gfp, bool grow)
 {
 	unsigned int cpu;
 	void *object;
@@ -540,9 +587,9 @@ void *__slab_alloc(struct kmem_cache *s, gfp_t gfp)
 		percpu_unlock(s->cpu_slab, cpu);
 		stat(s, CMPXCHG_DOUBLE_CPU_FAIL);
 	}
-	object = ___slab_alloc(s, gfp, cpu_slab(s, cpu), cpu);
+	object = ___slab_alloc(s, gfp, cpu_slab(s, cpu), cpu, grow);
 	percpu_resume(s->cpu_slab, cpu);
-	if (unlikely(!object)) {
+	if (unlikely(!object) && grow) {
 		errno = ENOMEM;
 		return NULL;
 	}

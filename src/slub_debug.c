@@ -674,7 +674,7 @@ void *slab_alloc_debug(struct kmem_cache *s, gfp_t gfp, unsigned int orig_size,
 			if (object)
 				break;
 		}
-		slab = allocate_slab(s, gfp);
+		slab = allocate_slab(s, gfp, 0);
 		if (!slab)
 			break;
 		stat(s, ALLOC_SLAB);

@@ -116,11 +116,13 @@ static inline void dec_slabs_node(struct kmem_cache_node *n, unsigned int object
 	__atomic_fetch_sub(&n->total_objects, objects, __ATOMIC_RELAXED);
 }
 
-void *__slab_alloc(struct kmem_cache *s, gfp_t gfp);
+void *__slab_alloc(struct kmem_cache *s, gfp_t gfp, bool grow);
 void add_partial(struct kmem_cache_node *n, struct slab *slab, int tail);
 void remove_partial(struct kmem_cache_node *n, struct slab *slab);
 /* A new slab, not yet counted in its node (inc_slabs_node). */
-struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp);
+struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp, unsigned int take);
+unsigned int alloc_new_slab_bulk(struct kmem_cache *s, gfp_t gfp, void **objs,
+				 unsigned int max);
 /* Give a slab back to the page allocator; discard_slab() uncounts it too. */
 void free_slab(struct kmem_cache *s, struct slab *slab);
 void discard_slab(struct kmem_cache *s, struct slab *slab);
@@ -139,7 +141,8 @@ void flush_all(struct kmem_cache *s);
  * Allocation from the slabs: pop the CPU freelist, one restartable
  * sequence. Anything else (empty, stopped) is the slow path's business.
  */
-static __always_inline void *slab_alloc_slab(struct kmem_cache *s, gfp_t gfp)
+static __always_inline void *__slab_alloc_slab(struct kmem_cache *s, gfp_t gfp,
+					       bool grow)
 {
 	void *object;
 
@@ -148,7 +151,12 @@ static __always_inline void *slab_alloc_slab(struct kmem_cache *s, gfp_t gfp)
 		stat(s, ALLOC_FASTPATH);
 		return object;
 	}
-	return __slab_alloc(s, gfp);
+	return __slab_alloc(s, gfp, grow);
+}
+
+static __always_inline void *slab_alloc_slab(struct kmem_cache *s, gfp_t gfp)
+{
+	return __slab_alloc_slab(s, gfp, true);
 }
 
 /*

@@ -16,6 +16,7 @@
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
 #include "helpers.h"
 #include "page_alloc.h"
@@ -312,6 +313,107 @@ static void test_refill_one_slab(void)
 	check_sheaves(name, per_slab - 1, 0);
 	CHECK_STAT(st(name, "sheaf_refill"), per_slab);
 	kmem_cache_free(s, x);
+	done_cache(s);
+}
+
+/* Pages of [addr, addr + len) that are resident (mincore). */
+static int resident_pages(void *addr, size_t len)
+{
+	unsigned char vec[64];
+	size_t pages = len / PAGE_SIZE;
+	int n = 0;
+
+	CHECK(pages <= sizeof(vec));
+	CHECK_EQ(mincore(addr, len, vec), 0);
+	for (size_t i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+/*
+ * A refill that takes a whole new slab writes no freelist link into its
+ * objects: the slab's pages stay untouched until the program uses them.
+ * With every free page released first, the slab comes from memory never
+ * touched since; linking its objects would have made all of it resident.
+ */
+static void test_refill_untouched(void)
+{
+	const char *name = "t-sh-untouched";
+	struct kmem_cache *s = fresh_cache(name, 1024, 64);
+	long long per_slab;
+	char *x, *base;
+	void *more[32];
+	size_t slab_bytes;
+
+	if (!s)
+		return;
+	per_slab = st(name, "objs_per_slab");
+	slab_bytes = PAGE_SIZE << st(name, "order");
+	CHECK(per_slab > 1 && per_slab <= 32 && slab_bytes >= 4 * PAGE_SIZE);
+	page_alloc_shrink();
+	x = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(x != NULL);
+	if (!x)
+		goto out;
+	base = slab_address(virt_to_slab(x));
+	/* The lowest object comes first; the slab is full and on no list. */
+	CHECK(x == base);
+	CHECK_EQ(st(name, "slabs"), 1);
+	CHECK_EQ(st(name, "partial"), 0);
+	check_sheaves(name, per_slab - 1, 0);
+	CHECK_EQ(resident_pages(base, slab_bytes), 0);
+	memset(x, 0x5a, 1024);
+	CHECK_EQ(resident_pages(base, slab_bytes), 1);
+	/* The rest of the slab, in address order, each once. */
+	for (long long i = 1; i < per_slab; i++) {
+		more[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(more[i] == base + i * 1024);
+	}
+	CHECK_EQ(st(name, "slabs"), 1);
+	for (long long i = 1; i < per_slab; i++)
+		kmem_cache_free(s, more[i]);
+	kmem_cache_free(s, x);
+	CHECK_EQ(slub_validate(0, NULL, 0), 0);
+out:
+	done_cache(s);
+}
+
+/*
+ * A refill of fewer objects than a new slab has: those are taken without
+ * links, the rest are linked and the slab goes on the node partial list,
+ * where the next refill finds them before it takes another slab.
+ */
+static void test_refill_part_of_new_slab(void)
+{
+	const char *name = "t-sh-part";
+	struct kmem_cache *s = fresh_cache(name, 64, 16);
+	long long per_slab;
+	void *o[64 + 8];
+	int n = 0;
+
+	if (!s)
+		return;
+	per_slab = st(name, "objs_per_slab");
+	CHECK(per_slab >= 16 && per_slab <= 64);
+	o[n++] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK_EQ(st(name, "slabs"), 1);
+	CHECK_EQ(st(name, "partial"), 1);
+	check_sheaves(name, 7, 0);
+	CHECK_EQ(slub_validate(0, NULL, 0), 0);
+	/* Every object of the slab before a second slab is taken. */
+	while (n < per_slab)
+		o[n++] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK_EQ(st(name, "slabs"), 1);
+	o[n++] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK_EQ(st(name, "slabs"), 2);
+	for (int i = 0; i < n; i++) {
+		CHECK(o[i] != NULL);
+		for (int j = 0; j < i; j++)
+			CHECK(o[i] != o[j]);
+	}
+	CHECK_EQ(slub_validate(0, NULL, 0), 0);
+	while (n)
+		kmem_cache_free(s, o[--n]);
 	done_cache(s);
 }
 
@@ -777,6 +879,8 @@ int main(void)
 	TEST(test_capacity_zero);
 	TEST(test_capacity_per_cpu);
 	TEST(test_refill_one_slab);
+	TEST(test_refill_untouched);
+	TEST(test_refill_part_of_new_slab);
 	TEST(test_double_free);
 	TEST(test_double_free_apart);
 	TEST(test_cache_map);
