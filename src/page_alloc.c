@@ -316,6 +316,10 @@ void page_alloc_purge_tick(void)
 	if (now < READ_ONCE(zone.purge_next_ms) || !slub_trylock(&zone.lock))
 		return;
 	pa_stat(ZONE_LOCK);
+	/*
+	 * Read again under the lock, not now: a block freed since carries a
+	 * later stamp, and its age taken from an earlier now_ms would wrap.
+	 */
 	zone.now_ms = clock_ms();
 	purge_locked();
 	zone_unlock();
