@@ -24,6 +24,7 @@
 
 /* Barn sheaves come from here; it has no sheaves of its own. */
 static struct kmem_cache *sheaf_cache;
+static bool sheaf_cache_making;	/* sheaves_init() is creating it */
 
 static inline struct slub_percpu_sheaves *pcs_ptr(struct kmem_cache *s,
 						  unsigned int cpu)
@@ -227,16 +228,25 @@ static void install_objects(struct kmem_cache *s, void **objs, unsigned int n)
  * that run on two CPUs of a machine's sixteen and use a few size classes.
  * Until then its capacity is 0, so both fast paths fail over to here.
  * Stopping the CPU orders this with set_sheaf_capacity(), which writes
- * the cache's capacity to 0 before it goes round the CPUs.
+ * the cache's capacity to 0 before it goes round the CPUs. The CPU is our
+ * own, so a restartable store stops it, not a membarrier system call.
  */
 static void sheaf_init_cpu(struct kmem_cache *s)
 {
-	unsigned int cpu = raw_smp_processor_id();
-	struct slub_percpu_sheaves *pcs = pcs_ptr(s, cpu);
+	struct slub_percpu_sheaves *pcs;
+	unsigned int cpu;
 
-	if (likely(READ_ONCE(pcs->capacity)) || !READ_ONCE(s->sheaf_capacity))
-		return;
-	percpu_stop(s->cpu_sheaves, cpu);
+	for (;;) {
+		cpu = raw_smp_processor_id();
+		pcs = pcs_ptr(s, cpu);
+		if (likely(READ_ONCE(pcs->capacity)) || !READ_ONCE(s->sheaf_capacity))
+			return;
+		percpu_lock(s->cpu_sheaves, cpu);
+		if (percpu_stop_local(s->cpu_sheaves, cpu))
+			break;
+		/* Migrated between reading the CPU and locking it. */
+		percpu_unlock(s->cpu_sheaves, cpu);
+	}
 	if (!pcs->capacity)
 		WRITE_ONCE(pcs->capacity, READ_ONCE(s->sheaf_capacity));
 	percpu_resume(s->cpu_sheaves, cpu);
@@ -481,7 +491,8 @@ unsigned int default_sheaf_capacity(const struct kmem_cache *s)
 {
 	unsigned int cap;
 
-	if (!slub_policy.sheaves || s == sheaf_cache || kmem_cache_debug(s))
+	if (!slub_policy.sheaves || s == sheaf_cache || sheaf_cache_making ||
+	    kmem_cache_debug(s))
 		return 0;
 	cap = 65536 / s->size;
 	return cap < 8 ? 8 : cap > SHEAF_MAX_CAPACITY ? SHEAF_MAX_CAPACITY : cap;
@@ -516,9 +527,18 @@ void shrink_sheaf_cache(void)
 
 int sheaves_init(void)
 {
+	/*
+	 * Made without sheaves rather than given them and then set to none:
+	 * set_sheaf_capacity() stops every CPU, a membarrier IPI to each,
+	 * which every process paid at start-up (three system calls on two
+	 * CPUs, 256 on a 256-CPU machine). Only a SLUB_CONFIG glob that gave
+	 * it sheaves while it was made still costs that.
+	 */
+	sheaf_cache_making = true;
 	sheaf_cache = kmem_cache_create("slab_sheaf", sizeof(struct slab_sheaf),
 					0, 0, NULL);
+	sheaf_cache_making = false;
 	if (!sheaf_cache)
 		return -ENOMEM;
-	return set_sheaf_capacity(sheaf_cache, 0);
+	return sheaf_cache->sheaf_capacity ? set_sheaf_capacity(sheaf_cache, 0) : 0;
 }
