@@ -796,8 +796,18 @@ static void test_signals_restart(void)
 	migrate_to(1);
 	while (!__atomic_load_n(&spin_tid, __ATOMIC_ACQUIRE))
 		usleep(100);
-	quiet = restarts_in(false, &sent);
-	signalled = restarts_in(true, &sent);
+	/*
+	 * On a loaded machine preemption alone can restart more sequences
+	 * in 0.3 s than the signals do: a round whose signals did not add
+	 * a twentieth of their number is measured again, up to five times.
+	 */
+	for (int round = 0; round < 5; round++) {
+		sent = 0;
+		quiet = restarts_in(false, &sent);
+		signalled = restarts_in(true, &sent);
+		if (signalled > quiet + (long long)sent / 20)
+			break;
+	}
 	__atomic_store_n(&spin_stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 	unpin();
@@ -806,7 +816,7 @@ static void test_signals_restart(void)
 		"%lu signals\n", quiet, signalled, sent);
 	CHECK(sent > 100);
 	if (!strncmp(mode, "rseq", 4))
-		CHECK(signalled > quiet);
+		CHECK(signalled > quiet + (long long)sent / 20);
 	else
 		CHECK_EQ(signalled + quiet, 0);
 	kmem_cache_destroy(s);
