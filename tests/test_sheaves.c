@@ -324,6 +324,8 @@ static int resident_pages(void *addr, size_t len)
 	int n = 0;
 
 	CHECK(pages <= sizeof(vec));
+	if (pages > sizeof(vec))
+		return -1;
 	CHECK_EQ(mincore(addr, len, vec), 0);
 	for (size_t i = 0; i < pages; i++)
 		n += vec[i] & 1;
