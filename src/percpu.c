@@ -189,6 +189,18 @@ void percpu_stop_sync(void)
 
 void percpu_stop(pcpu_off_t ctl, unsigned int cpu)
 {
+	/*
+	 * The caller's own CPU (a flush from malloc_trim() or
+	 * kmem_cache_shrink() finds most of a single-threaded program's
+	 * state there) is stopped by a restartable store, without the
+	 * membarrier IPI, unless the thread has moved meanwhile.
+	 */
+	if (percpu_rseq() && cpu == raw_smp_processor_id()) {
+		percpu_lock(ctl, cpu);
+		if (percpu_stop_local(ctl, cpu))
+			return;
+		percpu_unlock(ctl, cpu);
+	}
 	percpu_stop_begin(ctl, cpu);
 	/*
 	 * A sequence that began on cpu before the store above may still be

@@ -227,9 +227,10 @@ static void install_objects(struct kmem_cache *s, void **objs, unsigned int n)
  * would back a page of every CPU's area for every cache, in processes
  * that run on two CPUs of a machine's sixteen and use a few size classes.
  * Until then its capacity is 0, so both fast paths fail over to here.
- * Stopping the CPU orders this with set_sheaf_capacity(), which writes
- * the cache's capacity to 0 before it goes round the CPUs. The CPU is our
- * own, so a restartable store stops it, not a membarrier system call.
+ * The CPU's lock orders this with set_sheaf_capacity(), which writes the
+ * cache's capacity to 0 before it goes round the CPUs, and takes each
+ * CPU's lock to set or stop it. The CPU is our own, so a restartable
+ * store stops it, not a membarrier system call.
  */
 static void sheaf_init_cpu(struct kmem_cache *s)
 {
@@ -395,6 +396,14 @@ static void flush_cpu_sheaf(struct kmem_cache *s, unsigned int cpu, int capacity
 	void *objs[SHEAF_MAX_CAPACITY];
 	unsigned int n;
 
+	/*
+	 * Nothing to flush: no stop, which would cost a membarrier IPI per
+	 * cache and CPU on every malloc_trim() (the kernel's flush_all()
+	 * skips such CPUs too, has_pcs_used()). An object pushed after this
+	 * look is one pushed after the flush.
+	 */
+	if (capacity < 0 && !READ_ONCE(pcs->size))
+		return;
 	percpu_stop(s->cpu_sheaves, cpu);
 	n = pcs->size;
 	memcpy(objs, pcs->objects, n * sizeof(void *));
@@ -445,10 +454,37 @@ void flush_all_sheaves(struct kmem_cache *s)
 }
 
 /*
- * Set the sheaf capacity of every CPU (0: no sheaves). The hint the fast
- * paths read first goes off before the CPUs' capacities and on after, so
- * a fast path that read a stale hint only fails over to the slow path,
- * whose sequences check the CPU's own capacity.
+ * Whether cpu's sheaf may be left as it is when the cache's capacity
+ * becomes capacity: it holds no object, and its capacity is the new one
+ * already or 0, a CPU that never used the sheaf (or has none), which
+ * takes the cache's capacity at its first use, in sheaf_init_cpu(). No
+ * fast path changes such a sheaf's state, and the CPU is not stopped:
+ * that spares a SLUB_CONFIG glob that sets sheaf_capacity a membarrier
+ * IPI per CPU for every cache created. The look is under the CPU's lock,
+ * which sheaf_init_cpu() takes to write the capacity: a first use either
+ * came before, and its capacity is seen here, or comes after, and reads
+ * the cache's new capacity, written before this look.
+ */
+static bool sheaf_cpu_settled(struct kmem_cache *s, unsigned int cpu,
+			      unsigned int capacity)
+{
+	struct slub_percpu_sheaves *pcs = pcs_ptr(s, cpu);
+	bool settled;
+
+	percpu_lock(s->cpu_sheaves, cpu);
+	settled = !READ_ONCE(pcs->size) &&
+		  (!pcs->capacity || pcs->capacity == capacity);
+	percpu_unlock(s->cpu_sheaves, cpu);
+	return settled;
+}
+
+/*
+ * Set the sheaf capacity of every CPU (0: no sheaves), flushing each
+ * sheaf that holds objects. The cache's capacity, the hint the fast paths
+ * read first, is written before the CPUs are: a fast path that reads the
+ * new hint on a CPU not yet set only fails over to the slow path, whose
+ * sequences check the CPU's own capacity; and a CPU left unset (see
+ * sheaf_cpu_settled()) reads the new capacity at its first use.
  */
 int set_sheaf_capacity(struct kmem_cache *s, unsigned int capacity)
 {
@@ -460,12 +496,11 @@ int set_sheaf_capacity(struct kmem_cache *s, unsigned int capacity)
 		return -EINVAL;	/* barn sheaves would need barn sheaves */
 	if (capacity && kmem_cache_debug(s))
 		return -EINVAL;	/* every debug operation takes list_lock */
-	if (!capacity)
-		WRITE_ONCE(s->sheaf_capacity, 0);
-	for_each_possible_cpu(cpu)
-		flush_cpu_sheaf(s, cpu, (int)capacity);
-	barn_shrink(s);
 	WRITE_ONCE(s->sheaf_capacity, capacity);
+	for_each_possible_cpu(cpu)
+		if (!sheaf_cpu_settled(s, cpu, capacity))
+			flush_cpu_sheaf(s, cpu, (int)capacity);
+	barn_shrink(s);
 	/* Without sheaves, the CPU partial lists come back, and vice versa. */
 	set_cpu_partial(s, default_cpu_partial(s, capacity));
 	return 0;
@@ -529,11 +564,10 @@ void shrink_sheaf_cache(void)
 int sheaves_init(void)
 {
 	/*
-	 * Made without sheaves rather than given them and then set to none:
-	 * set_sheaf_capacity() stops every CPU, a membarrier IPI to each,
-	 * which every process paid at start-up (three system calls on two
-	 * CPUs, 256 on a 256-CPU machine). Only a SLUB_CONFIG glob that gave
-	 * it sheaves while it was made still costs that.
+	 * Made without sheaves rather than given them and then set to none,
+	 * which went round every possible CPU at start-up. Only a SLUB_CONFIG
+	 * glob that gives it sheaves while it is made still does that, and
+	 * finds no CPU that used it (sheaf_cpu_settled()): none is stopped.
 	 */
 	sheaf_cache_making = true;
 	sheaf_cache = kmem_cache_create("slab_sheaf", sizeof(struct slab_sheaf),

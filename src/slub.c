@@ -357,7 +357,7 @@ static struct slab *__put_cpu_partial(struct kmem_cache *s,
 	}
 	slab->slabs = slabs + 1;
 	slab->next = old;
-	c->partial = slab;
+	WRITE_ONCE(c->partial, slab);
 	return to_put;
 }
 
@@ -525,17 +525,17 @@ static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp,
 			goto load_freelist;
 		}
 		/* Full: it leaves the CPU without a list. */
-		c->slab = NULL;
+		WRITE_ONCE(c->slab, NULL);
 		stat(s, DEACTIVATE_BYPASS);
 	}
 
 	/* new_slab: */
 	thrashing = thrash_account(s, c, cpu, had_slab);
 	while ((slab = c->partial)) {
-		c->partial = slab->next;
+		WRITE_ONCE(c->partial, slab->next);
 		freelist = get_freelist(s, slab);
 		if (freelist) {
-			c->slab = slab;
+			WRITE_ONCE(c->slab, slab);
 			stat(s, CPU_PARTIAL_ALLOC);
 			goto load_freelist;
 		}
@@ -544,7 +544,7 @@ static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp,
 	slab = get_partial_node(s, get_node(s, 0), c, thrashing);
 	if (slab) {
 		freelist = freeze_slab(s, slab);
-		c->slab = slab;
+		WRITE_ONCE(c->slab, slab);
 		goto load_freelist;
 	}
 
@@ -560,7 +560,7 @@ static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp,
 	slab->freelist = NULL;
 	slab->inuse = slab->objects;
 	slab->frozen = 1;
-	c->slab = slab;
+	WRITE_ONCE(c->slab, slab);
 
 load_freelist:
 	WRITE_ONCE(c->freelist, get_freepointer(s, freelist));
@@ -825,6 +825,13 @@ __noinline void report_double_free(struct kmem_cache *s, const void *obj)
 /*
  * Take cpu's CPU slab and CPU partial slabs away (cpu may be any CPU: its
  * fast paths are stopped while its state changes) and give them back.
+ *
+ * A CPU with neither is not stopped: as the kernel's flush_all() skips a
+ * CPU for which has_cpu_slab() is false, and for the same reason, the
+ * membarrier IPI that stopping it costs (per cache and CPU, on every
+ * malloc_trim()). A slab the CPU takes after this look it takes after the
+ * flush. (c->slab and c->partial are written with WRITE_ONCE() for this
+ * look without the lock.)
  */
 void flush_cpu_slab(struct kmem_cache *s, unsigned int cpu)
 {
@@ -832,13 +839,15 @@ void flush_cpu_slab(struct kmem_cache *s, unsigned int cpu)
 	struct slab *slab, *partial;
 	void *freelist;
 
+	if (!READ_ONCE(c->slab) && !READ_ONCE(c->partial))
+		return;
 	percpu_stop(s->cpu_slab, cpu);
 	slab = c->slab;
 	freelist = c->freelist;
 	partial = c->partial;
-	c->slab = NULL;
+	WRITE_ONCE(c->slab, NULL);
 	WRITE_ONCE(c->freelist, NULL);
-	c->partial = NULL;
+	WRITE_ONCE(c->partial, NULL);
 	percpu_resume(s->cpu_slab, cpu);
 	if (slab) {
 		deactivate_slab(s, slab, freelist);

@@ -9,6 +9,13 @@
  * made without sheaves, and a CPU's first use of a cache's sheaf stops
  * only its own CPU, with a restartable store. Before, every process sent
  * one per possible CPU at start-up and one per cache and CPU at first use.
+ * The same holds with SLUB_CONFIG setting every cache's sheaf_capacity
+ * (test_malloc_startup.config): a CPU that never used a sheaf takes the
+ * new capacity at its first use; before, each cache stopped every CPU.
+ *
+ * Nor does malloc_trim() stop a CPU that holds nothing: the child trims
+ * twice, and the second finds every CPU empty. Before, each trim stopped
+ * every CPU twice for every cache (144 membarriers on two CPUs).
  *
  * The parent runs this program again ("child") under ptrace and counts
  * the child's system calls. Where ptrace is not allowed (a seccomp
@@ -17,6 +24,7 @@
  */
 #include <errno.h>
 #include <linux/membarrier.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -53,6 +61,9 @@ static void *churn(void *arg)
 	return NULL;
 }
 
+/* A system call the parent recognises: close(MARK) fails with EBADF. */
+#define MARK	(-77)
+
 static int child(void)
 {
 	pthread_t t;
@@ -61,6 +72,15 @@ static int child(void)
 	if (pthread_create(&t, NULL, churn, NULL) || pthread_join(t, NULL))
 		return 2;
 	churn(NULL);
+	/*
+	 * The first trim flushes what the CPUs hold; the second, between the
+	 * last two marks, finds every CPU empty and stops none.
+	 */
+	close(MARK);
+	malloc_trim(0);
+	close(MARK);
+	malloc_trim(0);
+	close(MARK);
 	return 0;
 }
 
@@ -71,6 +91,9 @@ struct counts {
 	unsigned long syscalls;
 	unsigned long membarrier_cpu;	/* ..._RSEQ aimed at a CPU */
 	unsigned long membarrier_other;
+	unsigned int marks;		/* close(MARK)s so far */
+	unsigned long start_cpu;	/* membarrier_cpu before the first */
+	unsigned long trim_cpu;		/* between the second and third */
 };
 
 /* A syscall-entry stop of thread tid: count the call. */
@@ -85,13 +108,18 @@ static void look(pid_t tid, struct counts *c)
 	if (info.op != PTRACE_SYSCALL_INFO_ENTRY)
 		return;
 	c->syscalls++;
+	if (info.entry.nr == SYS_close && (int)info.entry.args[0] == MARK)
+		c->marks++;
 	if (info.entry.nr != SYS_membarrier)
 		return;
 	if (info.entry.args[0] == MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ &&
-	    (info.entry.args[1] & MEMBARRIER_CMD_FLAG_CPU))
+	    (info.entry.args[1] & MEMBARRIER_CMD_FLAG_CPU)) {
 		c->membarrier_cpu++;
-	else
+		c->start_cpu += c->marks == 0;
+		c->trim_cpu += c->marks == 2;
+	} else {
 		c->membarrier_other++;
+	}
 }
 
 /*
@@ -157,10 +185,13 @@ static int run(const char *self)
 	CHECK_EQ(st, 0);
 	/* The tracing saw the child at all: it made its start-up calls. */
 	CHECK(c.syscalls > 10);
-	CHECK_EQ(c.membarrier_cpu, 0);
+	CHECK_EQ(c.marks, 3);
+	CHECK_EQ(c.start_cpu, 0);
+	CHECK_EQ(c.trim_cpu, 0);
 	fprintf(stderr, "child: %lu system calls, %lu membarrier (query and "
-		"register), %lu aimed at a CPU\n", c.syscalls,
-		c.membarrier_other, c.membarrier_cpu);
+		"register), %lu aimed at a CPU: %lu before the trims, %lu in "
+		"the second\n", c.syscalls, c.membarrier_other,
+		c.membarrier_cpu, c.start_cpu, c.trim_cpu);
 	return 0;
 }
 

@@ -259,7 +259,9 @@ static void test_capacity_zero(void)
 /*
  * A CPU's sheaf takes the cache's capacity when that CPU first uses it:
  * until then it is 0 and its per-CPU slot is never written. The cache's
- * state is consistent throughout, and a resize reaches every CPU.
+ * state is consistent throughout. A resize sets the CPUs that used the
+ * sheaf and leaves the others at 0, to take the new capacity at their
+ * first use.
  */
 static void test_capacity_per_cpu(void)
 {
@@ -289,8 +291,23 @@ static void test_capacity_per_cpu(void)
 	/* The objects the refill took went to this CPU's sheaf. */
 	CHECK(((struct slub_percpu_sheaves *)per_cpu_ptr(s->cpu_sheaves, here))->size > 0);
 	CHECK_EQ(slab_set("t-sh-lazy", "sheaf_capacity", "12"), 0);
-	for_each_possible_cpu(cpu)
-		CHECK_EQ(((struct slub_percpu_sheaves *)per_cpu_ptr(s->cpu_sheaves, cpu))->capacity, 12);
+	for_each_possible_cpu(cpu) {
+		struct slub_percpu_sheaves *pcs = per_cpu_ptr(s->cpu_sheaves, cpu);
+
+		CHECK_EQ(pcs->capacity, cpu == here ? 12 : 0);
+		CHECK_EQ(pcs->size, 0);
+	}
+	CHECK_EQ(slub_validate(0, NULL, 0), 0);
+	/* Every CPU this thread may run on takes 12 at its first use. */
+	for (int k = 0; k < CPU_COUNT(&test_all_cpus); k++) {
+		migrate_to(k);
+		x = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(x != NULL);
+		kmem_cache_free(s, x);
+		here = (unsigned int)sched_getcpu();
+		CHECK_EQ(((struct slub_percpu_sheaves *)per_cpu_ptr(s->cpu_sheaves, here))->capacity, 12);
+	}
+	migrate_to(0);
 	CHECK_EQ(slub_validate(0, NULL, 0), 0);
 	done_cache(s);
 }
