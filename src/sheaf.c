@@ -228,8 +228,8 @@ static void install_objects(struct kmem_cache *s, void **objs, unsigned int n)
  * that run on two CPUs of a machine's sixteen and use a few size classes.
  * Until then its capacity is 0, so both fast paths fail over to here.
  * The CPU's lock orders this with set_sheaf_capacity(), which writes the
- * cache's capacity to 0 before it goes round the CPUs, and takes each
- * CPU's lock to set or stop it. The CPU is our own, so a restartable
+ * cache's new capacity before it goes round the CPUs, and takes each
+ * CPU's lock to look at it or stop it. The CPU is our own, so a restartable
  * store stops it, not a membarrier system call.
  */
 static void sheaf_init_cpu(struct kmem_cache *s)
