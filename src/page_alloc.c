@@ -31,20 +31,11 @@
 
 struct zone zone = { .lock = SLUB_LOCK_INIT };
 
-/* The coarse clock (a few ms a tick, no system call): good enough to age free blocks. */
-static unsigned long clock_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (unsigned long)ts.tv_sec * 1000 + (unsigned long)ts.tv_nsec / 1000000;
-}
-
 static inline void zone_lock(void)
 {
 	slub_lock(&zone.lock);
 	pa_stat(ZONE_LOCK);
-	zone.now_ms = clock_ms();
+	zone.now_ms = coarse_clock_ms();
 }
 
 static inline void zone_unlock(void)
@@ -311,7 +302,7 @@ void page_alloc_purge_tick(void)
 
 	if (delay < 0)
 		return;
-	now = clock_ms();
+	now = coarse_clock_ms();
 	drain_idle_pcps(now, delay);
 	if (now < READ_ONCE(zone.purge_next_ms) || !slub_trylock(&zone.lock))
 		return;
@@ -320,9 +311,14 @@ void page_alloc_purge_tick(void)
 	 * Read again under the lock, not now: a block freed since carries a
 	 * later stamp, and its age taken from an earlier now_ms would wrap.
 	 */
-	zone.now_ms = clock_ms();
+	zone.now_ms = coarse_clock_ms();
 	purge_locked();
 	zone_unlock();
+}
+
+int page_alloc_purge_delay(void)
+{
+	return READ_ONCE(zone.purge_delay_ms);
 }
 
 int page_alloc_set_purge_delay(long ms)

@@ -4,6 +4,7 @@
 #define SLUB_PAGE_ALLOC_H
 
 #include <stdbool.h>
+#include <time.h>
 
 #include "page.h"
 
@@ -25,9 +26,22 @@ int pcp_set_high(unsigned long high);
  */
 #define PURGE_DELAY_DEFAULT	1000
 #define PURGE_DELAY_MAX		(3600 * 1000)
+int page_alloc_purge_delay(void);
 int page_alloc_set_purge_delay(long ms);
 /* A purge pass if one is due; for the slab layer's slow paths. */
 void page_alloc_purge_tick(void);
+
+/*
+ * The clock purging ages free blocks by, and the slab layer its idle CPUs
+ * (a few ms a tick, no system call).
+ */
+static inline unsigned long coarse_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (unsigned long)ts.tv_sec * 1000 + (unsigned long)ts.tv_nsec / 1000000;
+}
 
 /* A consistent snapshot of the zone's counts, taken under zone->lock. */
 struct zone_snapshot {

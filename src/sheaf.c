@@ -60,6 +60,7 @@ static struct slab_sheaf *barn_get_full(struct node_barn *barn)
 				   barn_list);
 		list_del(&sheaf->barn_list);
 		WRITE_ONCE(barn->nr_full, barn->nr_full - 1);
+		WRITE_ONCE(barn->nr_ops, barn->nr_ops + 1);
 	}
 	slub_unlock(&barn->lock);
 	return sheaf;
@@ -73,6 +74,7 @@ static bool barn_put_full(struct node_barn *barn, struct slab_sheaf *sheaf)
 	if (barn->nr_full < MAX_FULL_SHEAVES) {
 		list_add_tail(&sheaf->barn_list, &barn->sheaves_full);
 		WRITE_ONCE(barn->nr_full, barn->nr_full + 1);
+		WRITE_ONCE(barn->nr_ops, barn->nr_ops + 1);
 		ok = true;
 	}
 	slub_unlock(&barn->lock);
@@ -272,6 +274,7 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 
 	sheaf_init_cpu(s);
 	page_alloc_purge_tick();
+	slab_idle_tick();
 	/* Refilled meanwhile by another thread of the CPU, or migrated. */
 	r = this_cpu_array_pop(s->cpu_sheaves, &object);
 	if (r == RSEQ_OK) {
@@ -343,6 +346,7 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 
 	sheaf_init_cpu(s);
 	page_alloc_purge_tick();
+	slab_idle_tick();
 	/* Room made meanwhile by another thread of the CPU, or migrated. */
 	r = this_cpu_array_push(s->cpu_sheaves, object);
 	if (r == RSEQ_FAIL && cap) {
@@ -440,6 +444,57 @@ static void barn_shrink(struct kmem_cache *s)
 		list_del(&sheaf->barn_list);
 		slab_free_slab(sheaf_cache, virt_to_slab(sheaf), sheaf);
 	}
+}
+
+/*
+ * For idle.c, slab_mutex held (it keeps the marks): cpu's sheaf goes back
+ * to the slabs if it holds objects and its size and top object are what
+ * they were at the last look. The look only tries the CPU's lock, which
+ * the fast paths take without rseq: a sheaf in use is not idle. With
+ * rseq they take no lock, and a wrong guess costs a busy CPU one flush,
+ * or an idle one a look more. A CPU whose sheaf is empty is not written
+ * to (it may never have used it).
+ */
+bool flush_idle_sheaf(struct kmem_cache *s, unsigned int cpu)
+{
+	struct slub_percpu_sheaves *pcs = pcs_ptr(s, cpu);
+	uint32_t size;
+	void *top;
+
+	if (!READ_ONCE(pcs->size) || !percpu_trylock(s->cpu_sheaves, cpu))
+		return false;
+	size = READ_ONCE(pcs->size);
+	top = size ? READ_ONCE(pcs->objects[size - 1]) : NULL;
+	percpu_unlock(s->cpu_sheaves, cpu);
+	if (!size)
+		return false;
+	if (size != pcs->idle_size || top != pcs->idle_top) {
+		pcs->idle_size = size;
+		pcs->idle_top = top;
+		return false;
+	}
+	pcs->idle_size = 0;
+	flush_cpu_sheaf(s, cpu, -1);
+	stat(s, IDLE_FLUSH);
+	return true;
+}
+
+/*
+ * The same for the barn: its full sheaves back to the slabs if none was
+ * taken or put since the last look.
+ */
+bool shrink_idle_barn(struct kmem_cache *s)
+{
+	struct node_barn *barn = get_barn(s);
+	unsigned long ops = READ_ONCE(barn->nr_ops);
+	bool idle = ops == barn->nr_ops_seen && READ_ONCE(barn->nr_full);
+
+	barn->nr_ops_seen = ops;
+	if (!idle)
+		return false;
+	barn_shrink(s);
+	stat(s, IDLE_FLUSH);
+	return true;
 }
 
 void flush_all_sheaves(struct kmem_cache *s)

@@ -95,6 +95,7 @@ enum stat_item {
 	BARN_PUT,		/* full sheaf put in the barn */
 	BARN_PUT_FAIL,		/* the barn had room for no more full sheaves */
 	SHEAF_BUSY,		/* CPU sheaves locked: went to the slabs */
+	IDLE_FLUSH,		/* an idle CPU's sheaf or CPU slab, or the barn, flushed */
 	NR_SLUB_STAT_ITEMS
 };
 
@@ -158,6 +159,9 @@ struct kmem_cache_cpu {
 	 */
 	unsigned long fastpath_base;
 	unsigned int slowpath_allocs;
+	/* The state at the last idle look (idle.c; slab_mutex held). */
+	struct slab *idle_slab, *idle_partial;
+	void *idle_freelist;
 };
 
 /*
@@ -184,6 +188,9 @@ struct slub_percpu_sheaves {
 	uint32_t capacity;		/* struct percpu_array, right after ctl */
 	uint32_t size;
 	void *objects[SHEAF_MAX_CAPACITY];
+	/* The size and top object at the last idle look (idle.c; slab_mutex held). */
+	uint32_t idle_size;
+	void *idle_top;
 };
 _Static_assert(offsetof(struct slub_percpu_sheaves, capacity) ==
 	       PERCPU_ARRAY(0) - 0 &&
@@ -208,6 +215,8 @@ struct node_barn {
 	struct list_head sheaves_empty;
 	unsigned int nr_full;
 	unsigned int nr_empty;
+	unsigned long nr_ops;		/* sheaves taken and put */
+	unsigned long nr_ops_seen;	/* nr_ops at the last idle look (idle.c) */
 };
 
 struct kmem_cache_node {

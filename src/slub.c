@@ -856,6 +856,40 @@ void flush_cpu_slab(struct kmem_cache *s, unsigned int cpu)
 	put_partials(s, partial);
 }
 
+/*
+ * For idle.c, slab_mutex held (it keeps the marks): flush cpu's CPU slab
+ * and CPU partial slabs if it has any and they, and the CPU freelist, are
+ * what they were at the last look (taken under a tried lock, as
+ * flush_idle_sheaf()'s).
+ */
+bool flush_idle_cpu_slab(struct kmem_cache *s, unsigned int cpu)
+{
+	struct kmem_cache_cpu *c = cpu_slab(s, cpu);
+	struct slab *slab, *partial;
+	void *freelist;
+
+	if ((!READ_ONCE(c->slab) && !READ_ONCE(c->partial)) ||
+	    !percpu_trylock(s->cpu_slab, cpu))
+		return false;
+	slab = READ_ONCE(c->slab);
+	partial = READ_ONCE(c->partial);
+	freelist = READ_ONCE(c->freelist);
+	percpu_unlock(s->cpu_slab, cpu);
+	if (!slab && !partial)
+		return false;
+	if (slab != c->idle_slab || partial != c->idle_partial ||
+	    freelist != c->idle_freelist) {
+		c->idle_slab = slab;
+		c->idle_partial = partial;
+		c->idle_freelist = freelist;
+		return false;
+	}
+	c->idle_slab = c->idle_partial = NULL;
+	flush_cpu_slab(s, cpu);
+	stat(s, IDLE_FLUSH);
+	return true;
+}
+
 void flush_all(struct kmem_cache *s)
 {
 	unsigned int cpu;

@@ -134,7 +134,11 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		 void *tail, int cnt);
 void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist);
 void flush_cpu_slab(struct kmem_cache *s, unsigned int cpu);
+bool flush_idle_cpu_slab(struct kmem_cache *s, unsigned int cpu);
 void flush_all(struct kmem_cache *s);
+
+/* Idle CPUs (idle.c): from the sheaves' slow paths. */
+void slab_idle_tick(void);
 
 
 /*
@@ -212,6 +216,8 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp);
 void free_to_pcs_slow(struct kmem_cache *s, void *object);
 void barn_init(struct node_barn *barn);
 void flush_all_sheaves(struct kmem_cache *s);
+bool flush_idle_sheaf(struct kmem_cache *s, unsigned int cpu);
+bool shrink_idle_barn(struct kmem_cache *s);
 int set_sheaf_capacity(struct kmem_cache *s, unsigned int capacity);
 void init_sheaves(struct kmem_cache *s, unsigned int capacity);
 unsigned int default_sheaf_capacity(const struct kmem_cache *s);

@@ -500,6 +500,7 @@ static const struct slub_attr slab_attrs[] = {
 	STAT("barn_put", BARN_PUT),
 	STAT("barn_put_fail", BARN_PUT_FAIL),
 	STAT("sheaf_busy", SHEAF_BUSY),
+	STAT("idle_flush", IDLE_FLUSH),
 };
 
 __startup void slab_sysfs_add(struct kmem_cache *s)

@@ -779,6 +779,111 @@ static void test_producer_consumer(void)
 	done_cache(s);
 }
 
+/* ---- Idle CPUs ----------------------------------------------------------------- */
+
+static struct slub_percpu_sheaves *pcs_of(struct kmem_cache *s, unsigned int cpu)
+{
+	return per_cpu_ptr(s->cpu_sheaves, cpu);
+}
+
+static struct kmem_cache_cpu *cslab_of(struct kmem_cache *s, unsigned int cpu)
+{
+	return per_cpu_ptr(s->cpu_slab, cpu);
+}
+
+static bool far_flushed(struct kmem_cache *s, unsigned int far)
+{
+	long long o, f;
+
+	sheaves(kmem_cache_name(s), &o, &f);
+	return !READ_ONCE(pcs_of(s, far)->size) && !READ_ONCE(cslab_of(s, far)->slab) && !f;
+}
+
+/*
+ * Slow paths on this CPU, in cache d (capacity 2: three allocations and
+ * three frees take at least two), for up to ms milliseconds, or until
+ * cpu far of cache s has nothing left, if s is given.
+ */
+static bool drive_looks(struct kmem_cache *d, int ms, struct kmem_cache *s,
+			unsigned int far)
+{
+	void *p[3];
+
+	for (int t = 0; t < ms; t++) {
+		if (s && far_flushed(s, far))
+			return true;
+		for (int i = 0; i < 3; i++)
+			p[i] = kmem_cache_alloc(d, GFP_KERNEL);
+		for (int i = 0; i < 3; i++)
+			kmem_cache_free(d, p[i]);
+		usleep(1000);
+	}
+	return s ? far_flushed(s, far) : false;
+}
+
+/* On cpu far (the thread moves there): 64 objects, then all freed. */
+static unsigned int fill_far(struct kmem_cache *s)
+{
+	migrate_to(1);
+	for (int i = 0; i < 64; i++)
+		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	for (int i = 0; i < 64; i++)
+		kmem_cache_free(s, objs[i]);
+	return (unsigned int)sched_getcpu();
+}
+
+/*
+ * A CPU the thread has left keeps its sheaf, CPU slab and the barn's
+ * sheaves until two looks from slow paths on another CPU, a quarter
+ * purge delay apart, find them as they were (idle.c). The CPU the looks
+ * run on keeps its own, and with purge_delay_ms=-1 nothing goes back.
+ */
+static void test_idle_cpu(void)
+{
+	const char *name = "t-sh-idle";
+	struct kmem_cache *s, *d;
+	unsigned int far, near, near_size;
+	long long o, f;
+
+	if (nr_cpus_allowed() < 2) {
+		fprintf(stderr, "one CPU: skipped\n");
+		return;
+	}
+	s = fresh_cache(name, 256, 16);
+	d = fresh_cache("t-sh-idle-drive", 64, 2);
+	if (!s || !d)
+		return;
+	/* Looks every 10 ms. */
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "40"), 0);
+	far = fill_far(s);
+	sheaves(name, &o, &f);
+	CHECK_EQ(READ_ONCE(pcs_of(s, far)->size), 16);
+	CHECK(READ_ONCE(cslab_of(s, far)->slab) != NULL);
+	CHECK(f > 0);
+	/* A sheaf on the CPU the looks run on (half a barn sheaf after one pop). */
+	migrate_to(0);
+	near = (unsigned int)sched_getcpu();
+	kmem_cache_free(s, kmem_cache_alloc(s, GFP_KERNEL));
+	near_size = READ_ONCE(pcs_of(s, near)->size);
+	CHECK(near_size > 0);
+	CHECK(drive_looks(d, 2000, s, far));
+	CHECK_EQ(READ_ONCE(pcs_of(s, near)->size), near_size);
+	/* The far sheaf, the far CPU slab and the barn. */
+	CHECK_STAT(st(name, "idle_flush") >= 3, 1);
+	CHECK_EQ(slub_validate(0, NULL, 0), 0);
+
+	/* Off: the far CPU keeps what it has. */
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "-1"), 0);
+	CHECK_EQ(slab_clear_stats(name), 0);
+	far = fill_far(s);
+	migrate_to(0);
+	CHECK(!drive_looks(d, 100, s, far));
+	CHECK_EQ(READ_ONCE(pcs_of(s, far)->size), 16);
+	CHECK_STAT(st(name, "idle_flush"), 0);
+	done_cache(d);
+	done_cache(s);
+}
+
 /* ---- Stress ------------------------------------------------------------------- */
 
 #define SLOTS		512
@@ -876,11 +981,14 @@ static void test_stress(void)
 		CHECK_EQ(pthread_create(&t[i], NULL, stress_thread,
 					(void *)(uintptr_t)i), 0);
 	CHECK_EQ(pthread_create(&r, NULL, resize_thread, NULL), 0);
+	/* Idle looks as often as they go (10 ms), and purges, in the churn. */
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "0"), 0);
 	usleep((useconds_t)(STRESS_SECS * 1e6));
 	__atomic_store_n(&stress_stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(t[i], NULL);
 	pthread_join(r, NULL);
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "-1"), 0);
 	for (int i = 0; i < SLOTS; i++)
 		if (slots[i]) {
 			CHECK(tagged(slots[i], (uintptr_t)slots[i] ^ 0x5a5a5a5aULL));
@@ -897,6 +1005,12 @@ static void test_stress(void)
 int main(void)
 {
 	test_cpus_init();
+	/*
+	 * The counts below are exact: no idle look (idle.c) may flush a
+	 * sheaf or a barn between two of them. test_idle_cpu and test_stress
+	 * turn the looks on.
+	 */
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "-1"), 0);
 	TEST(test_defaults_and_files);
 	TEST(test_lifo);
 	TEST(test_barn_put_get);
@@ -912,6 +1026,7 @@ int main(void)
 	TEST(test_invalid_pointer);
 	TEST(test_object_check);
 	TEST(test_producer_consumer);
+	TEST(test_idle_cpu);
 	TEST(test_stress);
 	return test_done();
 }
