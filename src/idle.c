@@ -55,23 +55,23 @@ static unsigned int flush_idle_cache(struct kmem_cache *s, unsigned int here,
 }
 
 /*
- * A look if one is due. Only tried locks: slab_mutex keeps the marks and
- * the list of caches, and whoever holds it (a cache being made, a trim,
- * a fork, or another look) is busy with the caches already.
+ * A look if one is due at now (page_alloc_purge_tick()'s clock; 0:
+ * purging is off, and so are the looks). Only tried locks: slab_mutex
+ * keeps the marks and the list of caches, and whoever holds it (a cache
+ * being made, a trim, a fork, or another look) is busy with the caches
+ * already.
  */
-void slab_idle_tick(void)
+void slab_idle_tick(unsigned long now)
 {
-	int delay = page_alloc_purge_delay();
 	unsigned int budget = IDLE_BATCH, here;
-	unsigned long now, interval;
+	unsigned long interval;
 	struct list_head *pos;
+	int delay;
 
-	if (delay < 0)
+	if (!now || now < READ_ONCE(idle_next_ms) || !slub_trylock(&slab_mutex))
 		return;
-	now = coarse_clock_ms();
-	if (now < READ_ONCE(idle_next_ms) || !slub_trylock(&slab_mutex))
-		return;
-	if (now < idle_next_ms) {
+	delay = page_alloc_purge_delay();
+	if (now < idle_next_ms || delay < 0) {
 		slub_unlock(&slab_mutex);
 		return;
 	}

@@ -294,18 +294,20 @@ static void drain_idle_pcps(unsigned long now, int delay)
  * now end at sheaves and slabs still ages its free pages out, and its
  * idle pcp lists. When nothing is due this is a clock read and two
  * compares; when the zone is busy, whoever holds it purges on the way out.
+ * Returns the time it read, for the slab layer's own idle look, or 0 when
+ * purging is off.
  */
-void page_alloc_purge_tick(void)
+unsigned long page_alloc_purge_tick(void)
 {
 	int delay = READ_ONCE(zone.purge_delay_ms);
 	unsigned long now;
 
 	if (delay < 0)
-		return;
+		return 0;
 	now = coarse_clock_ms();
 	drain_idle_pcps(now, delay);
 	if (now < READ_ONCE(zone.purge_next_ms) || !slub_trylock(&zone.lock))
-		return;
+		return now;
 	pa_stat(ZONE_LOCK);
 	/*
 	 * Read again under the lock, not now: a block freed since carries a
@@ -314,6 +316,7 @@ void page_alloc_purge_tick(void)
 	zone.now_ms = coarse_clock_ms();
 	purge_locked();
 	zone_unlock();
+	return now;
 }
 
 int page_alloc_purge_delay(void)

@@ -28,8 +28,11 @@ int pcp_set_high(unsigned long high);
 #define PURGE_DELAY_MAX		(3600 * 1000)
 int page_alloc_purge_delay(void);
 int page_alloc_set_purge_delay(long ms);
-/* A purge pass if one is due; for the slab layer's slow paths. */
-void page_alloc_purge_tick(void);
+/*
+ * A purge pass if one is due; for the slab layer's slow paths. Returns
+ * coarse_clock_ms(), or 0 when purging is off.
+ */
+unsigned long page_alloc_purge_tick(void);
 
 /*
  * The clock purging ages free blocks by, and the slab layer its idle CPUs

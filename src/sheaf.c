@@ -273,8 +273,7 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 	void *object;
 
 	sheaf_init_cpu(s);
-	page_alloc_purge_tick();
-	slab_idle_tick();
+	slab_idle_tick(page_alloc_purge_tick());
 	/* Refilled meanwhile by another thread of the CPU, or migrated. */
 	r = this_cpu_array_pop(s->cpu_sheaves, &object);
 	if (r == RSEQ_OK) {
@@ -345,8 +344,7 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 	enum rseq_result r;
 
 	sheaf_init_cpu(s);
-	page_alloc_purge_tick();
-	slab_idle_tick();
+	slab_idle_tick(page_alloc_purge_tick());
 	/* Room made meanwhile by another thread of the CPU, or migrated. */
 	r = this_cpu_array_push(s->cpu_sheaves, object);
 	if (r == RSEQ_FAIL && cap) {

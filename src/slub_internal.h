@@ -137,8 +137,8 @@ void flush_cpu_slab(struct kmem_cache *s, unsigned int cpu);
 bool flush_idle_cpu_slab(struct kmem_cache *s, unsigned int cpu);
 void flush_all(struct kmem_cache *s);
 
-/* Idle CPUs (idle.c): from the sheaves' slow paths. */
-void slab_idle_tick(void);
+/* Idle CPUs (idle.c): from the sheaves' slow paths, with the purge's clock. */
+void slab_idle_tick(unsigned long now);
 
 
 /*
