@@ -187,6 +187,12 @@ void percpu_stop_sync(void)
 			percpu_membarrier_cpu(cpu);
 }
 
+void percpu_stop_sync_cpu(unsigned int cpu)
+{
+	if (percpu_rseq())
+		percpu_membarrier_cpu(cpu);
+}
+
 void percpu_stop(pcpu_off_t ctl, unsigned int cpu)
 {
 	/*

@@ -32,7 +32,8 @@
  *
  * Lock order: per-CPU lock -> list_lock -> zone->lock. No path holds two
  * per-CPU locks except the fork handler and the consistency check
- * (validate.c), which take them in CPU order.
+ * (validate.c), which take them in CPU order, and slub_trim()'s flush
+ * (flush.c), which takes one CPU's; all three hold sysfs_lock.
  */
 #ifndef SLUB_PERCPU_H
 #define SLUB_PERCPU_H
@@ -207,9 +208,12 @@ void percpu_resume(pcpu_off_t ctl, unsigned int cpu);
  * and flag each with percpu_stop_begin(), then percpu_stop_sync() aborts
  * what runs on every CPU with one membarrier per CPU, instead of one per
  * structure and CPU. Their state may be read only after the sync.
+ * percpu_stop_sync_cpu() is the same for structures stopped on one CPU
+ * (slub_trim()'s flush_caches()).
  */
 void percpu_stop_begin(pcpu_off_t ctl, unsigned int cpu);
 void percpu_stop_sync(void);
+void percpu_stop_sync_cpu(unsigned int cpu);
 
 /*
  * Stop the fast paths of cpu, which the caller is running on and whose

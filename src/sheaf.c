@@ -389,6 +389,33 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 /* ---- Flushing and resizing ---------------------------------------------------------- */
 
 /*
+ * A flush in three steps, for flush_caches(), which stops many caches'
+ * sheaves on a CPU at once: whether cpu's sheaf holds objects (a look
+ * without a stop, as flush_cpu_sheaf()'s), its objects moved to objs
+ * while the caller has the CPU stopped, and those objects back to their
+ * slabs once it runs again (freeing may need the CPU the caller is on).
+ */
+bool sheaf_cpu_used(struct kmem_cache *s, unsigned int cpu)
+{
+	return s->cpu_sheaves && READ_ONCE(pcs_ptr(s, cpu)->size);
+}
+
+unsigned int sheaf_take_stopped(struct kmem_cache *s, unsigned int cpu, void **objs)
+{
+	struct slub_percpu_sheaves *pcs = pcs_ptr(s, cpu);
+	unsigned int n = pcs->size;
+
+	memcpy(objs, pcs->objects, n * sizeof(void *));
+	WRITE_ONCE(pcs->size, 0);
+	return n;
+}
+
+void sheaf_free_taken(struct kmem_cache *s, void **objs, unsigned int n)
+{
+	free_to_slabs(s, objs, n);
+}
+
+/*
  * Empty cpu's sheaf into the slabs (cpu may be any CPU); with capacity
  * >= 0, also set its capacity while it is stopped.
  */
@@ -407,9 +434,7 @@ static void flush_cpu_sheaf(struct kmem_cache *s, unsigned int cpu, int capacity
 	if (capacity < 0 && !READ_ONCE(pcs->size))
 		return;
 	percpu_stop(s->cpu_sheaves, cpu);
-	n = pcs->size;
-	memcpy(objs, pcs->objects, n * sizeof(void *));
-	WRITE_ONCE(pcs->size, 0);
+	n = sheaf_take_stopped(s, cpu, objs);
 	if (capacity >= 0)
 		WRITE_ONCE(pcs->capacity, (uint32_t)capacity);
 	percpu_resume(s->cpu_sheaves, cpu);

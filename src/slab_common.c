@@ -12,6 +12,7 @@
 #include "init.h"
 #include "report.h"
 #include "slub_internal.h"
+#include "sysfs.h"
 
 struct slub_boot_params slub_params = {
 	.min_order = 0,
@@ -592,9 +593,10 @@ void slab_usage(struct slab_usage *u)
 }
 
 /*
- * Shrink every cache, then slab_sheaf once more: the barns of the caches
- * shrunk after it gave their empty sheaves back to it. Then release every
- * free page.
+ * Flush every CPU of every cache, one IPI per CPU (flush_caches()), and
+ * shrink every cache, which flushes only what the CPUs took meanwhile;
+ * then slab_sheaf once more: the barns of the caches shrunk after it gave
+ * their empty sheaves back to it. Then release every free page.
  */
 unsigned long slub_trim(void)
 {
@@ -603,6 +605,9 @@ unsigned long slub_trim(void)
 	if (slab_ready())
 		return 0;
 	slub_lock(&slab_mutex);
+	slub_lock(&sysfs_lock);
+	flush_caches();
+	slub_unlock(&sysfs_lock);
 	list_for_each(pos, &slab_caches)
 		kmem_cache_shrink_locked(list_entry(pos, struct kmem_cache, list));
 	shrink_sheaf_cache();

@@ -835,25 +835,48 @@ __noinline void report_double_free(struct kmem_cache *s, const void *obj)
  */
 void flush_cpu_slab(struct kmem_cache *s, unsigned int cpu)
 {
-	struct kmem_cache_cpu *c = cpu_slab(s, cpu);
-	struct slab *slab, *partial;
-	void *freelist;
+	struct cpu_slab_taken t;
 
-	if (!READ_ONCE(c->slab) && !READ_ONCE(c->partial))
+	if (!cpu_slab_used(s, cpu))
 		return;
 	percpu_stop(s->cpu_slab, cpu);
-	slab = c->slab;
-	freelist = c->freelist;
-	partial = c->partial;
+	cpu_slab_take_stopped(s, cpu, &t);
+	percpu_resume(s->cpu_slab, cpu);
+	cpu_slab_put_taken(s, &t);
+}
+
+/*
+ * flush_cpu_slab() in three steps, for flush_caches() (as the sheaves'
+ * in sheaf.c): the look, the taking while the caller has cpu stopped,
+ * and the giving back once it runs again.
+ */
+bool cpu_slab_used(struct kmem_cache *s, unsigned int cpu)
+{
+	struct kmem_cache_cpu *c = cpu_slab(s, cpu);
+
+	return READ_ONCE(c->slab) || READ_ONCE(c->partial);
+}
+
+void cpu_slab_take_stopped(struct kmem_cache *s, unsigned int cpu,
+			   struct cpu_slab_taken *t)
+{
+	struct kmem_cache_cpu *c = cpu_slab(s, cpu);
+
+	t->slab = c->slab;
+	t->freelist = c->freelist;
+	t->partial = c->partial;
 	WRITE_ONCE(c->slab, NULL);
 	WRITE_ONCE(c->freelist, NULL);
 	WRITE_ONCE(c->partial, NULL);
-	percpu_resume(s->cpu_slab, cpu);
-	if (slab) {
-		deactivate_slab(s, slab, freelist);
+}
+
+void cpu_slab_put_taken(struct kmem_cache *s, struct cpu_slab_taken *t)
+{
+	if (t->slab) {
+		deactivate_slab(s, t->slab, t->freelist);
 		stat(s, CPUSLAB_FLUSH);
 	}
-	put_partials(s, partial);
+	put_partials(s, t->partial);
 }
 
 /*

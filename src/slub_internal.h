@@ -134,8 +134,21 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		 void *tail, int cnt);
 void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist);
 void flush_cpu_slab(struct kmem_cache *s, unsigned int cpu);
+/* flush_cpu_slab() in steps, for flush_caches() (flush.c). */
+struct cpu_slab_taken {
+	struct slab *slab;
+	void *freelist;
+	struct slab *partial;
+};
+bool cpu_slab_used(struct kmem_cache *s, unsigned int cpu);
+void cpu_slab_take_stopped(struct kmem_cache *s, unsigned int cpu,
+			   struct cpu_slab_taken *t);
+void cpu_slab_put_taken(struct kmem_cache *s, struct cpu_slab_taken *t);
 bool flush_idle_cpu_slab(struct kmem_cache *s, unsigned int cpu);
 void flush_all(struct kmem_cache *s);
+
+/* Every cache's CPUs, one IPI per CPU (flush.c); slab_mutex, sysfs_lock held. */
+void flush_caches(void);
 
 /* Idle CPUs (idle.c): from the sheaves' slow paths, with the purge's clock. */
 void slab_idle_tick(unsigned long now);
@@ -216,6 +229,10 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp);
 void free_to_pcs_slow(struct kmem_cache *s, void *object);
 void barn_init(struct node_barn *barn);
 void flush_all_sheaves(struct kmem_cache *s);
+/* flush_cpu_sheaf() in steps, for flush_caches() (flush.c). */
+bool sheaf_cpu_used(struct kmem_cache *s, unsigned int cpu);
+unsigned int sheaf_take_stopped(struct kmem_cache *s, unsigned int cpu, void **objs);
+void sheaf_free_taken(struct kmem_cache *s, void **objs, unsigned int n);
 bool flush_idle_sheaf(struct kmem_cache *s, unsigned int cpu);
 bool shrink_idle_barn(struct kmem_cache *s);
 int set_sheaf_capacity(struct kmem_cache *s, unsigned int capacity);

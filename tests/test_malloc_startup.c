@@ -15,7 +15,10 @@
  *
  * Nor does malloc_trim() stop a CPU that holds nothing: the child trims
  * twice, and the second finds every CPU empty. Before, each trim stopped
- * every CPU twice for every cache (144 membarriers on two CPUs).
+ * every CPU twice for every cache (144 membarriers on two CPUs). The
+ * first trim finds the second thread's CPU holding a sheaf in every class
+ * it used, and stops them all with one membarrier (flush_caches());
+ * before, one per cache.
  *
  * The parent runs this program again ("child") under ptrace and counts
  * the child's system calls. Where ptrace is not allowed (a seccomp
@@ -64,12 +67,37 @@ static void *churn(void *arg)
 /* A system call the parent recognises: close(MARK) fails with EBADF. */
 #define MARK	(-77)
 
+/* The first two CPUs this process may run on; false if it has one. */
+static bool two_cpus(cpu_set_t *a, cpu_set_t *b)
+{
+	cpu_set_t all;
+	int n = 0;
+
+	CPU_ZERO(a);
+	CPU_ZERO(b);
+	if (sched_getaffinity(0, sizeof(all), &all))
+		return false;
+	for (int cpu = 0; cpu < CPU_SETSIZE && n < 2; cpu++)
+		if (CPU_ISSET(cpu, &all))
+			CPU_SET(cpu, n++ ? b : a);
+	return n == 2;
+}
+
+/* The main thread on one CPU, the second thread on another. */
 static int child(void)
 {
+	pthread_attr_t attr;
+	cpu_set_t here, there;
 	pthread_t t;
 
+	if (pthread_attr_init(&attr))
+		return 2;
+	if (two_cpus(&here, &there) &&
+	    (sched_setaffinity(0, sizeof(here), &here) ||
+	     pthread_attr_setaffinity_np(&attr, sizeof(there), &there)))
+		return 2;
 	churn(NULL);
-	if (pthread_create(&t, NULL, churn, NULL) || pthread_join(t, NULL))
+	if (pthread_create(&t, &attr, churn, NULL) || pthread_join(t, NULL))
 		return 2;
 	churn(NULL);
 	/*
@@ -93,6 +121,7 @@ struct counts {
 	unsigned long membarrier_other;
 	unsigned int marks;		/* close(MARK)s so far */
 	unsigned long start_cpu;	/* membarrier_cpu before the first */
+	unsigned long flush_cpu;	/* between the first and second */
 	unsigned long trim_cpu;		/* between the second and third */
 };
 
@@ -116,6 +145,7 @@ static void look(pid_t tid, struct counts *c)
 	    (info.entry.args[1] & MEMBARRIER_CMD_FLAG_CPU)) {
 		c->membarrier_cpu++;
 		c->start_cpu += c->marks == 0;
+		c->flush_cpu += c->marks == 1;
 		c->trim_cpu += c->marks == 2;
 	} else {
 		c->membarrier_other++;
@@ -174,6 +204,7 @@ static int trace_child(const char *self, struct counts *c)
 static int run(const char *self)
 {
 	struct counts c = { 0 };
+	cpu_set_t a, b;
 	int st = trace_child(self, &c);
 
 	if (st == SKIP || c.no_info) {
@@ -187,11 +218,21 @@ static int run(const char *self)
 	CHECK(c.syscalls > 10);
 	CHECK_EQ(c.marks, 3);
 	CHECK_EQ(c.start_cpu, 0);
+	/*
+	 * One for the second thread's CPU, whatever the number of caches;
+	 * none in fallback mode, or where slub_debug leaves no sheaves and
+	 * no CPU slabs.
+	 */
+	if (two_cpus(&a, &b) && !getenv("SLUB_DEBUG") &&
+	    !(getenv("SLUB_RSEQ") && !strcmp(getenv("SLUB_RSEQ"), "0")))
+		CHECK_EQ(c.flush_cpu, 1);
+	else
+		CHECK_EQ(c.flush_cpu, 0);
 	CHECK_EQ(c.trim_cpu, 0);
 	fprintf(stderr, "child: %lu system calls, %lu membarrier (query and "
 		"register), %lu aimed at a CPU: %lu before the trims, %lu in "
-		"the second\n", c.syscalls, c.membarrier_other,
-		c.membarrier_cpu, c.start_cpu, c.trim_cpu);
+		"the first, %lu in the second\n", c.syscalls, c.membarrier_other,
+		c.membarrier_cpu, c.start_cpu, c.flush_cpu, c.trim_cpu);
 	return 0;
 }
 

@@ -15,7 +15,8 @@
  *    counted: cpu/rseq_restarts);
  *  - now and then a worker forks; the child checks the allocator
  *    (running mode), allocates and frees, and checks again;
- *  - an admin thread shrinks caches, drains pages, changes sheaf
+ *  - an admin thread shrinks caches, trims everything (slub_trim(), which
+ *    stops every cache on a CPU at once), drains pages, changes sheaf
  *    capacities and CPU partial limits, and runs the running-mode check.
  * Every object carries a pattern, checked whenever it changes hands and
  * when it is freed. Twice a second every thread parks outside libslub
@@ -515,7 +516,10 @@ static void admin_step(unsigned long n)
 		slab_set(kmalloc_cache_names[n / 6 % NR_KMALLOC_CACHES], "shrink", "1");
 		break;
 	case 2:
-		drain_all_pages();
+		if (n / 6 % 2)
+			drain_all_pages();
+		else
+			slub_trim();
 		break;
 	case 3:
 		slab_set(cache_def[0].name, "sheaf_capacity", caps[n / 6 % 3]);

@@ -7,8 +7,9 @@
  * CPU than the one that allocated it. Eight threads per CPU, each moving
  * to another CPU every few hundred operations, so that CPU slabs, remote
  * frees, CPU partial lists and flushes all race; one more thread shrinks
- * the caches and reads their counts all along (flushing other CPUs' slabs
- * under their feet, as the kernel's shrinker and slabinfo do).
+ * the caches, trims them all now and then, and reads their counts all
+ * along (flushing other CPUs' slabs under their feet, as the kernel's
+ * shrinker and slabinfo do).
  *
  * Every object carries its producer and sequence number, and a pattern
  * derived from them over all its bytes, checked before it is freed; each
@@ -234,6 +235,8 @@ static void *shrinker_fn(void *arg)
 
 		if (kmem_cache_shrink(caches[i]))
 			__atomic_fetch_add(&nr_bad, 1, __ATOMIC_RELAXED);
+		if (n % 16 == 0)
+			slub_trim();
 		if (slab_set(kmalloc_cache_names[n % NR_KMALLOC_CACHES],
 			     "shrink", "1"))
 			__atomic_fetch_add(&nr_bad, 1, __ATOMIC_RELAXED);

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Flushing every cache's CPUs at once, for slub_trim().
+ *
+ * Taking a CPU's sheaf or CPU slab from another CPU stops that CPU's fast
+ * paths, and the stop costs a membarrier IPI aimed at it
+ * (percpu_stop()). Flushed cache by cache, as kmem_cache_shrink() does, a
+ * trim sends one per cache and CPU for each of the sheaf and the CPU slab
+ * that hold something: on 128 CPUs with the drop-in's 35 caches, up to
+ * 9,000 IPIs, each one interrupting a CPU that may be running the
+ * program. Here a group of caches is stopped on one CPU together
+ * (percpu_stop_begin() for each), one membarrier aborts whatever that
+ * CPU was running, their state is taken, and the CPU runs again before
+ * anything goes back to the slabs: one IPI per CPU and group.
+ *
+ * Stopping many caches on a CPU holds many per-CPU locks, which only the
+ * fork handler and the consistency check otherwise do: the caller holds
+ * slab_mutex and sysfs_lock, which serialise it with both, and takes the
+ * locks in their order (cache by cache, the sheaves before the CPU slab).
+ * Nothing else waits for a second per-CPU lock while holding one.
+ */
+#include <sys/mman.h>
+
+#include "slub_internal.h"
+
+/* One cache's state taken from one CPU. */
+struct flush_slot {
+	struct kmem_cache *s;
+	bool sheaf, slab;		/* stopped: it held something */
+	unsigned int nr_objs;
+	struct cpu_slab_taken taken;
+	void *objs[SHEAF_MAX_CAPACITY];
+};
+
+/* The slots, mapped for the trim: 59 caches to a group. */
+#define FLUSH_MAP	(32 << 10)
+#define FLUSH_GROUP	(FLUSH_MAP / sizeof(struct flush_slot))
+
+/*
+ * Stop every cache of the group that holds something on cpu, then make
+ * the stops hold: a sequence that began on cpu before its flag was set
+ * may still be between its check and its commit, and the membarrier
+ * aborts it. The caller's own CPU is stopped cache by cache with a
+ * restartable store instead, which needs no IPI (percpu_stop()); if the
+ * thread has moved since the look, percpu_stop() sends one itself.
+ */
+static void stop_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu)
+{
+	bool here = cpu == raw_smp_processor_id(), sync = false;
+
+	for (unsigned int i = 0; i < nr; i++) {
+		struct kmem_cache *s = slot[i].s;
+
+		slot[i].sheaf = sheaf_cpu_used(s, cpu);
+		slot[i].slab = cpu_slab_used(s, cpu);
+		if (slot[i].sheaf) {
+			if (here)
+				percpu_stop(s->cpu_sheaves, cpu);
+			else
+				percpu_stop_begin(s->cpu_sheaves, cpu);
+		}
+		if (slot[i].slab) {
+			if (here)
+				percpu_stop(s->cpu_slab, cpu);
+			else
+				percpu_stop_begin(s->cpu_slab, cpu);
+		}
+		sync |= !here && (slot[i].sheaf || slot[i].slab);
+	}
+	if (sync)
+		percpu_stop_sync_cpu(cpu);
+}
+
+/* Take what the stopped caches hold on cpu and let the CPU run again. */
+static void take_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu)
+{
+	for (unsigned int i = 0; i < nr; i++) {
+		struct kmem_cache *s = slot[i].s;
+
+		slot[i].nr_objs = 0;
+		if (slot[i].sheaf)
+			slot[i].nr_objs = sheaf_take_stopped(s, cpu, slot[i].objs);
+		if (slot[i].slab)
+			cpu_slab_take_stopped(s, cpu, &slot[i].taken);
+	}
+	for (unsigned int i = nr; i-- > 0;) {
+		if (slot[i].slab)
+			percpu_resume(slot[i].s->cpu_slab, cpu);
+		if (slot[i].sheaf)
+			percpu_resume(slot[i].s->cpu_sheaves, cpu);
+	}
+}
+
+/* What was taken back to the slabs, the sheaves' objects first. */
+static void put_group(struct flush_slot *slot, unsigned int nr)
+{
+	for (unsigned int i = 0; i < nr; i++) {
+		if (slot[i].nr_objs)
+			sheaf_free_taken(slot[i].s, slot[i].objs, slot[i].nr_objs);
+		if (slot[i].slab)
+			cpu_slab_put_taken(slot[i].s, &slot[i].taken);
+	}
+}
+
+static void flush_group(struct flush_slot *slot, unsigned int nr)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		stop_group(slot, nr, cpu);
+		take_group(slot, nr, cpu);
+		put_group(slot, nr);
+	}
+}
+
+/* Whether a CPU other than the caller's holds anything of any cache. */
+static bool others_hold(void)
+{
+	unsigned int here = raw_smp_processor_id(), cpu;
+	struct list_head *pos;
+
+	list_for_each(pos, &slab_caches) {
+		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
+
+		for_each_possible_cpu(cpu)
+			if (cpu != here &&
+			    (sheaf_cpu_used(s, cpu) || cpu_slab_used(s, cpu)))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * Flush every CPU's sheaf and CPU slab of every cache, slab_mutex and
+ * sysfs_lock held. Nothing is done when only the caller's own CPU holds
+ * something (no IPI to save) or no memory is to be had: the caller's
+ * kmem_cache_shrink_locked() of each cache flushes what is left, cache by
+ * cache. The slots are mapped, not allocated: a trim that allocated from
+ * the page allocator would release its own pages and report memory given
+ * back every time.
+ */
+void flush_caches(void)
+{
+	struct flush_slot *slot;
+	struct list_head *pos;
+	unsigned int nr = 0;
+
+	if (!others_hold())
+		return;
+	slot = mmap(NULL, FLUSH_MAP, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (slot == MAP_FAILED)
+		return;
+	list_for_each(pos, &slab_caches) {
+		slot[nr++].s = list_entry(pos, struct kmem_cache, list);
+		if (nr == FLUSH_GROUP) {
+			flush_group(slot, nr);
+			nr = 0;
+		}
+	}
+	if (nr)
+		flush_group(slot, nr);
+	munmap(slot, FLUSH_MAP);
+}
