@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Flushing every cache's CPUs at once, for slub_trim().
+ * Flushing many caches' CPUs at once: every cache for slub_trim(), the
+ * idle ones for idle.c.
  *
  * Taking a CPU's sheaf or CPU slab from another CPU stops that CPU's fast
  * paths, and the stop costs a membarrier IPI aimed at it
@@ -23,24 +24,11 @@
 
 #include "slub_internal.h"
 
-/* One cache's state taken from one CPU. */
-struct flush_slot {
-	struct kmem_cache *s;
-	bool sheaf, slab;		/* stopped: it held something */
-	unsigned int nr_objs;
-	struct cpu_slab_taken taken;
-	void *objs[SHEAF_MAX_CAPACITY];
-};
-
-/* The slots, mapped for the trim: 59 caches to a group. */
-#define FLUSH_MAP	(32 << 10)
-#define FLUSH_GROUP	(FLUSH_MAP / sizeof(struct flush_slot))
-
 /*
- * Stop every cache of the group that holds something on cpu, then make
- * the stops hold: a sequence that began on cpu before its flag was set
- * may still be between its check and its commit, and the membarrier
- * aborts it. The caller's own CPU is stopped cache by cache with a
+ * Stop every cache of the group that the caller marked (sheaf, slab) on
+ * cpu, then make the stops hold: a sequence that began on cpu before its
+ * flag was set may still be between its check and its commit, and the
+ * membarrier aborts it. The caller's own CPU is stopped cache by cache with a
  * restartable store instead, which needs no IPI (percpu_stop()); if the
  * thread has moved since the look, percpu_stop() sends one itself.
  */
@@ -51,8 +39,6 @@ static void stop_group(struct flush_slot *slot, unsigned int nr, unsigned int cp
 	for (unsigned int i = 0; i < nr; i++) {
 		struct kmem_cache *s = slot[i].s;
 
-		slot[i].sheaf = sheaf_cpu_used(s, cpu);
-		slot[i].slab = cpu_slab_used(s, cpu);
 		if (slot[i].sheaf) {
 			if (here)
 				percpu_stop(s->cpu_sheaves, cpu);
@@ -102,14 +88,44 @@ static void put_group(struct flush_slot *slot, unsigned int nr)
 	}
 }
 
+/* The marked caches of the group on cpu: one IPI for all of them. */
+void flush_cpu_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu)
+{
+	stop_group(slot, nr, cpu);
+	take_group(slot, nr, cpu);
+	put_group(slot, nr);
+}
+
+/*
+ * The slots are mapped, not allocated: a trim that allocated from the
+ * page allocator would release its own pages and report memory given
+ * back every time, and an idle look that did would keep them.
+ */
+struct flush_slot *flush_slots_map(void)
+{
+	void *p = mmap(NULL, FLUSH_MAP, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void flush_slots_unmap(struct flush_slot *slot)
+{
+	if (slot)
+		munmap(slot, FLUSH_MAP);
+}
+
+/* Every cache of the group that holds something, on every CPU. */
 static void flush_group(struct flush_slot *slot, unsigned int nr)
 {
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu) {
-		stop_group(slot, nr, cpu);
-		take_group(slot, nr, cpu);
-		put_group(slot, nr);
+		for (unsigned int i = 0; i < nr; i++) {
+			slot[i].sheaf = sheaf_cpu_used(slot[i].s, cpu);
+			slot[i].slab = cpu_slab_used(slot[i].s, cpu);
+		}
+		flush_cpu_group(slot, nr, cpu);
 	}
 }
 
@@ -135,9 +151,7 @@ static bool others_hold(void)
  * sysfs_lock held. Nothing is done when only the caller's own CPU holds
  * something (no IPI to save) or no memory is to be had: the caller's
  * kmem_cache_shrink_locked() of each cache flushes what is left, cache by
- * cache. The slots are mapped, not allocated: a trim that allocated from
- * the page allocator would release its own pages and report memory given
- * back every time.
+ * cache.
  */
 void flush_caches(void)
 {
@@ -145,11 +159,7 @@ void flush_caches(void)
 	struct list_head *pos;
 	unsigned int nr = 0;
 
-	if (!others_hold())
-		return;
-	slot = mmap(NULL, FLUSH_MAP, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (slot == MAP_FAILED)
+	if (!others_hold() || !(slot = flush_slots_map()))
 		return;
 	list_for_each(pos, &slab_caches) {
 		slot[nr++].s = list_entry(pos, struct kmem_cache, list);
@@ -160,5 +170,5 @@ void flush_caches(void)
 	}
 	if (nr)
 		flush_group(slot, nr);
-	munmap(slot, FLUSH_MAP);
+	flush_slots_unmap(slot);
 }

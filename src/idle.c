@@ -21,37 +21,88 @@
  * A busy CPU can look idle (a thread that frees and allocates the same
  * object across both looks): it pays one flush and a refill, at most
  * once a look. The looking thread's own CPU is busy and is skipped. A
- * flush of another CPU costs a membarrier IPI, so a look flushes at most
- * IDLE_BATCH of them and leaves the rest to the next slow path: one
- * malloc does not pay for a whole machine's.
+ * flush of another CPU costs a membarrier IPI, one for all of the CPU's
+ * idle caches (flush.c), so a look flushes at most IDLE_BATCH CPUs and
+ * leaves the rest to the next slow path: one malloc does not pay for a
+ * whole machine's.
  */
 #include "page_alloc.h"
 #include "slub_internal.h"
+#include "sysfs.h"
 
-#define IDLE_BATCH	32	/* CPU flushes a look */
+#define IDLE_BATCH	32	/* CPUs flushed a look */
 #define IDLE_MIN_MS	10	/* looks at most this often, whatever the delay */
 
 static unsigned long idle_next_ms;	/* the next look is due */
 
-/* One cache's CPUs (but here) and barn; returns the CPU flushes made. */
-static unsigned int flush_idle_cache(struct kmem_cache *s, unsigned int here,
-				     unsigned int budget)
+/* Flush the marked caches of a group on cpu, one IPI for them all. */
+static void flush_idle_group(struct flush_slot *slot, unsigned int nr,
+			     unsigned int cpu)
 {
-	unsigned int cpu, n = 0;
+	flush_cpu_group(slot, nr, cpu);
+	for (unsigned int i = 0; i < nr; i++)
+		stat_add(slot[i].s, IDLE_FLUSH, slot[i].sheaf + slot[i].slab);
+}
+
+/*
+ * Every cache's sheaf and CPU slab on cpu that is idle, flushed; returns
+ * whether any was. The slots are mapped at the first one found (*slotp);
+ * without them, nothing is flushed, and the marks start again.
+ */
+static bool flush_idle_cpu(struct flush_slot **slotp, unsigned int cpu)
+{
+	struct list_head *pos;
+	unsigned int nr = 0;
+	bool found = false;
+
+	list_for_each(pos, &slab_caches) {
+		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
+		bool sheaf = sheaf_cpu_idle(s, cpu), slab = cpu_slab_idle(s, cpu);
+		struct flush_slot *slot = *slotp;
+
+		if (!sheaf && !slab)
+			continue;
+		found = true;
+		if (!slot && !(slot = *slotp = flush_slots_map()))
+			continue;
+		slot[nr].s = s;
+		slot[nr].sheaf = sheaf;
+		slot[nr].slab = slab;
+		if (++nr == FLUSH_GROUP) {
+			flush_idle_group(slot, nr, cpu);
+			nr = 0;
+		}
+	}
+	if (nr)
+		flush_idle_group(*slotp, nr, cpu);
+	return found;
+}
+
+/*
+ * A look, slab_mutex and sysfs_lock held: the CPUs but the caller's, one
+ * IPI each for all their idle caches, up to IDLE_BATCH of them; then the
+ * barns. Returns whether the budget ran out.
+ */
+static bool idle_look(void)
+{
+	unsigned int budget = IDLE_BATCH, here = raw_smp_processor_id(), cpu;
+	struct flush_slot *slot = NULL;
+	struct list_head *pos;
 
 	for_each_possible_cpu(cpu) {
 		if (cpu == here)
 			continue;
-		if (n == budget)
+		if (flush_idle_cpu(&slot, cpu) && !--budget)
 			break;
-		if (s->cpu_sheaves)
-			n += flush_idle_sheaf(s, cpu);
-		if (n < budget)
-			n += flush_idle_cpu_slab(s, cpu);
 	}
-	if (s->cpu_sheaves)
-		shrink_idle_barn(s);
-	return n;
+	flush_slots_unmap(slot);
+	list_for_each(pos, &slab_caches) {
+		struct kmem_cache *s = list_entry(pos, struct kmem_cache, list);
+
+		if (s->cpu_sheaves)
+			shrink_idle_barn(s);
+	}
+	return !budget;
 }
 
 /*
@@ -59,13 +110,14 @@ static unsigned int flush_idle_cache(struct kmem_cache *s, unsigned int here,
  * purging is off, and so are the looks). Only tried locks: slab_mutex
  * keeps the marks and the list of caches, and whoever holds it (a cache
  * being made, a trim, a fork, or another look) is busy with the caches
- * already.
+ * already; sysfs_lock lets the look hold many per-CPU locks (flush.c),
+ * and whoever holds it (a sysfs file, the consistency check) will be
+ * done by the next look.
  */
 void slab_idle_tick(unsigned long now)
 {
-	unsigned int budget = IDLE_BATCH, here;
 	unsigned long interval;
-	struct list_head *pos;
+	bool more = false;
 	int delay;
 
 	if (!now || now < READ_ONCE(idle_next_ms) || !slub_trylock(&slab_mutex))
@@ -75,17 +127,14 @@ void slab_idle_tick(unsigned long now)
 		slub_unlock(&slab_mutex);
 		return;
 	}
-	here = raw_smp_processor_id();
-	list_for_each(pos, &slab_caches) {
-		budget -= flush_idle_cache(list_entry(pos, struct kmem_cache, list),
-					   here, budget);
-		if (!budget)
-			break;
+	if (slub_trylock(&sysfs_lock)) {
+		more = idle_look();
+		slub_unlock(&sysfs_lock);
 	}
 	/* Out of budget: the rest is due now. */
 	interval = (unsigned long)delay / 4;
 	if (interval < IDLE_MIN_MS)
 		interval = IDLE_MIN_MS;
-	WRITE_ONCE(idle_next_ms, budget ? now + interval : now);
+	WRITE_ONCE(idle_next_ms, more ? now : now + interval);
 	slub_unlock(&slab_mutex);
 }

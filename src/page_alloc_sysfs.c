@@ -196,21 +196,27 @@ static void percpu_mode_show(struct seq_buf *s, void *obj, long arg)
 	seq_printf(s, "%s\n", percpu_state.why);
 }
 
-static void rseq_restarts_show(struct seq_buf *s, void *obj, long arg)
+/* The counters under cpu/: arg 0 is rseq_restarts, 1 percpu_membarriers. */
+static unsigned long *cpu_counter(long arg)
 {
-	(void)obj, (void)arg;
-	seq_printf(s, "%lu\n", __atomic_load_n(&rseq_restarts, __ATOMIC_RELAXED));
+	return arg ? &percpu_membarriers : &rseq_restarts;
+}
+
+static void cpu_counter_show(struct seq_buf *s, void *obj, long arg)
+{
+	(void)obj;
+	seq_printf(s, "%lu\n", __atomic_load_n(cpu_counter(arg), __ATOMIC_RELAXED));
 }
 
 /* Writing 0 clears the count, as for the statistics. */
-static int rseq_restarts_store(void *obj, long arg, const char *val)
+static int cpu_counter_store(void *obj, long arg, const char *val)
 {
 	unsigned long v;
 
-	(void)obj, (void)arg;
+	(void)obj;
 	if (sysfs_parse_ulong(val, &v) || v != 0)
 		return -EINVAL;
-	__atomic_store_n(&rseq_restarts, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(cpu_counter(arg), 0, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -225,7 +231,8 @@ static const struct slub_attr cpu_attrs[] = {
 	CPU_COUNT_ATTR(online),
 	CPU_COUNT_ATTR(affinity),
 	{ "percpu_mode", percpu_mode_show, NULL, 0 },
-	{ "rseq_restarts", rseq_restarts_show, rseq_restarts_store, 0 },
+	{ "rseq_restarts", cpu_counter_show, cpu_counter_store, 0 },
+	{ "membarriers", cpu_counter_show, cpu_counter_store, 1 },
 };
 
 static struct sysfs_dir cpu_dir = {

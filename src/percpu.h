@@ -245,6 +245,12 @@ enum rseq_result {
  */
 extern __internal unsigned long rseq_restarts;
 
+/*
+ * membarrier IPIs sent to stop a CPU's fast paths (percpu_stop() and the
+ * batched stops): cpu/membarriers. Each interrupts whatever that CPU runs.
+ */
+extern __internal unsigned long percpu_membarriers;
+
 #define RSEQ_RESTART_POINT(label)					\
 	if (0) {							\
 label:									\

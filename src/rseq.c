@@ -34,6 +34,7 @@ extern const ptrdiff_t __rseq_offset __attribute__((weak));
 extern const unsigned int __rseq_size __attribute__((weak));
 
 unsigned long rseq_restarts;
+unsigned long percpu_membarriers;
 
 struct percpu_state percpu_state = {
 	.mode = PERCPU_MODE_LOCK,
@@ -127,6 +128,7 @@ int slub_rseq_init(void)
  */
 void percpu_membarrier_cpu(unsigned int cpu)
 {
+	__atomic_fetch_add(&percpu_membarriers, 1, __ATOMIC_RELAXED);
 	if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
 			   MEMBARRIER_CMD_FLAG_CPU, (int)cpu) == 0)
 		return;

@@ -470,21 +470,22 @@ static void barn_shrink(struct kmem_cache *s)
 }
 
 /*
- * For idle.c, slab_mutex held (it keeps the marks): cpu's sheaf goes back
- * to the slabs if it holds objects and its size and top object are what
- * they were at the last look. The look only tries the CPU's lock, which
+ * For idle.c, slab_mutex held (it keeps the marks): whether cpu's sheaf
+ * is idle, holding objects, its size and top object what they were at the
+ * last look (the caller flushes it then; the marks start again). The look only tries the CPU's lock, which
  * the fast paths take without rseq: a sheaf in use is not idle. With
  * rseq they take no lock, and a wrong guess costs a busy CPU one flush,
  * or an idle one a look more. A CPU whose sheaf is empty is not written
  * to (it may never have used it).
  */
-bool flush_idle_sheaf(struct kmem_cache *s, unsigned int cpu)
+bool sheaf_cpu_idle(struct kmem_cache *s, unsigned int cpu)
 {
 	struct slub_percpu_sheaves *pcs = pcs_ptr(s, cpu);
 	uint32_t size;
 	void *top;
 
-	if (!READ_ONCE(pcs->size) || !percpu_trylock(s->cpu_sheaves, cpu))
+	if (!s->cpu_sheaves || !READ_ONCE(pcs->size) ||
+	    !percpu_trylock(s->cpu_sheaves, cpu))
 		return false;
 	size = READ_ONCE(pcs->size);
 	top = size ? READ_ONCE(pcs->objects[size - 1]) : NULL;
@@ -497,8 +498,6 @@ bool flush_idle_sheaf(struct kmem_cache *s, unsigned int cpu)
 		return false;
 	}
 	pcs->idle_size = 0;
-	flush_cpu_sheaf(s, cpu, -1);
-	stat(s, IDLE_FLUSH);
 	return true;
 }
 

@@ -880,12 +880,12 @@ void cpu_slab_put_taken(struct kmem_cache *s, struct cpu_slab_taken *t)
 }
 
 /*
- * For idle.c, slab_mutex held (it keeps the marks): flush cpu's CPU slab
- * and CPU partial slabs if it has any and they, and the CPU freelist, are
- * what they were at the last look (taken under a tried lock, as
- * flush_idle_sheaf()'s).
+ * For idle.c, slab_mutex held (it keeps the marks): whether cpu's CPU
+ * slab and CPU partial slabs are idle: it has some, and they and the CPU
+ * freelist are what they were at the last look (taken under a tried
+ * lock, as sheaf_cpu_idle()'s).
  */
-bool flush_idle_cpu_slab(struct kmem_cache *s, unsigned int cpu)
+bool cpu_slab_idle(struct kmem_cache *s, unsigned int cpu)
 {
 	struct kmem_cache_cpu *c = cpu_slab(s, cpu);
 	struct slab *slab, *partial;
@@ -908,8 +908,6 @@ bool flush_idle_cpu_slab(struct kmem_cache *s, unsigned int cpu)
 		return false;
 	}
 	c->idle_slab = c->idle_partial = NULL;
-	flush_cpu_slab(s, cpu);
-	stat(s, IDLE_FLUSH);
 	return true;
 }
 

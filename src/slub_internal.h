@@ -144,10 +144,26 @@ bool cpu_slab_used(struct kmem_cache *s, unsigned int cpu);
 void cpu_slab_take_stopped(struct kmem_cache *s, unsigned int cpu,
 			   struct cpu_slab_taken *t);
 void cpu_slab_put_taken(struct kmem_cache *s, struct cpu_slab_taken *t);
-bool flush_idle_cpu_slab(struct kmem_cache *s, unsigned int cpu);
+bool cpu_slab_idle(struct kmem_cache *s, unsigned int cpu);
 void flush_all(struct kmem_cache *s);
 
-/* Every cache's CPUs, one IPI per CPU (flush.c); slab_mutex, sysfs_lock held. */
+/*
+ * Flushing many caches' CPUs with one IPI per CPU (flush.c), slab_mutex
+ * and sysfs_lock held: every cache for slub_trim(), the idle ones for
+ * idle.c. A slot is one cache on one CPU; sheaf and slab say what to take.
+ */
+struct flush_slot {
+	struct kmem_cache *s;
+	bool sheaf, slab;
+	unsigned int nr_objs;
+	struct cpu_slab_taken taken;
+	void *objs[SHEAF_MAX_CAPACITY];
+};
+#define FLUSH_MAP	(32 << 10)	/* the slots, mapped for the flush */
+#define FLUSH_GROUP	(FLUSH_MAP / sizeof(struct flush_slot))	/* 59 */
+struct flush_slot *flush_slots_map(void);
+void flush_slots_unmap(struct flush_slot *slot);
+void flush_cpu_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu);
 void flush_caches(void);
 
 /* Idle CPUs (idle.c): from the sheaves' slow paths, with the purge's clock. */
@@ -233,7 +249,7 @@ void flush_all_sheaves(struct kmem_cache *s);
 bool sheaf_cpu_used(struct kmem_cache *s, unsigned int cpu);
 unsigned int sheaf_take_stopped(struct kmem_cache *s, unsigned int cpu, void **objs);
 void sheaf_free_taken(struct kmem_cache *s, void **objs, unsigned int n);
-bool flush_idle_sheaf(struct kmem_cache *s, unsigned int cpu);
+bool sheaf_cpu_idle(struct kmem_cache *s, unsigned int cpu);
 bool shrink_idle_barn(struct kmem_cache *s);
 int set_sheaf_capacity(struct kmem_cache *s, unsigned int capacity);
 void init_sheaves(struct kmem_cache *s, unsigned int capacity);

@@ -884,6 +884,64 @@ static void test_idle_cpu(void)
 	done_cache(s);
 }
 
+/*
+ * Many caches idle on the far CPU go back with one IPI a look for them
+ * all (flush.c), not one for each sheaf and each CPU slab: 16 before.
+ */
+#define NR_IDLE	8
+
+static void test_idle_cpu_batched(void)
+{
+	struct kmem_cache *s[NR_IDLE], *d;
+	unsigned int far = 0;
+	long long ipis, flushes = 0;
+	char name[32];
+	bool all;
+
+	if (nr_cpus_allowed() < 2) {
+		fprintf(stderr, "one CPU: skipped\n");
+		return;
+	}
+	d = fresh_cache("t-sh-idleb-drive", 64, 2);
+	for (int i = 0; i < NR_IDLE; i++) {
+		snprintf(name, sizeof(name), "t-sh-idleb-%d", i);
+		s[i] = fresh_cache(name, 256, 16);
+		if (!s[i] || !d)
+			return;
+	}
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "40"), 0);
+	for (int i = 0; i < NR_IDLE; i++) {
+		far = fill_far(s[i]);
+		CHECK_EQ(READ_ONCE(pcs_of(s[i], far)->size), 16);
+		CHECK(READ_ONCE(cslab_of(s[i], far)->slab) != NULL);
+	}
+	migrate_to(0);
+	CHECK_EQ(slub_sysfs_write("cpu/membarriers", "0"), 0);
+	for (int t = 0; t < 2000; t++) {
+		all = true;
+		for (int i = 0; i < NR_IDLE; i++)
+			all &= far_flushed(s[i], far);
+		if (all)
+			break;
+		drive_looks(d, 1, NULL, 0);
+	}
+	ipis = sysfs_num("cpu/membarriers");
+	CHECK(all);
+	for (int i = 0; i < NR_IDLE; i++)
+		flushes += st(kmem_cache_name(s[i]), "idle_flush");
+	fprintf(stderr, "%d caches idle on CPU %u: %lld flushes, %lld membarriers\n",
+		NR_IDLE, far, flushes, ipis);
+	/* A sheaf and a CPU slab each, and the barn if it held any. */
+	CHECK_STAT(flushes >= 2 * NR_IDLE, 1);
+	/* Other caches idle there later may cost a look or two more. */
+	CHECK(ipis <= 3);
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "-1"), 0);
+	CHECK_EQ(slub_validate(0, NULL, 0), 0);
+	for (int i = 0; i < NR_IDLE; i++)
+		done_cache(s[i]);
+	done_cache(d);
+}
+
 /* ---- Stress ------------------------------------------------------------------- */
 
 #define SLOTS		512
@@ -1027,6 +1085,7 @@ int main(void)
 	TEST(test_object_check);
 	TEST(test_producer_consumer);
 	TEST(test_idle_cpu);
+	TEST(test_idle_cpu_batched);
 	TEST(test_stress);
 	return test_done();
 }
