@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Flushing many caches' CPUs at once: every cache for slub_trim(), the
- * idle ones for idle.c.
+ * Flushing CPUs, many caches or a cache's sheaf and CPU slab at once:
+ * every cache for slub_trim(), the idle ones for idle.c, one cache for
+ * kmem_cache_shrink().
  *
  * Taking a CPU's sheaf or CPU slab from another CPU stops that CPU's fast
  * paths, and the stop costs a membarrier IPI aimed at it
@@ -12,7 +13,8 @@
  * program. Here a group of caches is stopped on one CPU together
  * (percpu_stop_begin() for each), one membarrier aborts whatever that
  * CPU was running, their state is taken, and the CPU runs again before
- * anything goes back to the slabs: one IPI per CPU and group.
+ * anything goes back to the slabs: one IPI per CPU and group. A cache
+ * shrunk alone costs one per CPU for its sheaf and CPU slab, not two.
  *
  * Stopping many caches on a CPU holds many per-CPU locks, which only the
  * fork handler and the consistency check otherwise do: the caller holds
@@ -126,6 +128,23 @@ static void flush_group(struct flush_slot *slot, unsigned int nr)
 			slot[i].slab = cpu_slab_used(slot[i].s, cpu);
 		}
 		flush_cpu_group(slot, nr, cpu);
+	}
+}
+
+/*
+ * One cache's sheaf and CPU slab on every CPU, the two with one IPI
+ * (kmem_cache_shrink()). Two per-CPU locks of one cache and CPU, the
+ * sheaves' first, in the lock order: no sysfs_lock needed.
+ */
+void flush_cache_cpus(struct kmem_cache *s)
+{
+	struct flush_slot slot = { .s = s };
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		slot.sheaf = sheaf_cpu_used(s, cpu);
+		slot.slab = cpu_slab_used(s, cpu);
+		flush_cpu_group(&slot, 1, cpu);
 	}
 }
 

@@ -33,7 +33,9 @@
  * Lock order: per-CPU lock -> list_lock -> zone->lock. No path holds two
  * per-CPU locks except the fork handler and the consistency check
  * (validate.c), which take them in CPU order, and slub_trim()'s flush
- * (flush.c), which takes one CPU's; all three hold sysfs_lock.
+ * (flush.c), which takes one CPU's; all three hold sysfs_lock. A cache's
+ * flush holds its sheaves' and CPU slab's locks of one CPU, in that
+ * order, which is the others' too.
  */
 #ifndef SLUB_PERCPU_H
 #define SLUB_PERCPU_H

@@ -389,11 +389,12 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 /* ---- Flushing and resizing ---------------------------------------------------------- */
 
 /*
- * A flush in three steps, for flush_caches(), which stops many caches'
- * sheaves on a CPU at once: whether cpu's sheaf holds objects (a look
- * without a stop, as flush_cpu_sheaf()'s), its objects moved to objs
- * while the caller has the CPU stopped, and those objects back to their
- * slabs once it runs again (freeing may need the CPU the caller is on).
+ * A flush in three steps, for flush.c, which stops a cache's sheaf and
+ * CPU slab, or many caches', on a CPU at once: whether cpu's sheaf holds
+ * objects (a look without a stop: an object pushed after it is one pushed
+ * after the flush), its objects moved to objs while the caller has the
+ * CPU stopped, and those objects back to their slabs once it runs again
+ * (freeing may need the CPU the caller is on).
  */
 bool sheaf_cpu_used(struct kmem_cache *s, unsigned int cpu)
 {
@@ -416,33 +417,27 @@ void sheaf_free_taken(struct kmem_cache *s, void **objs, unsigned int n)
 }
 
 /*
- * Empty cpu's sheaf into the slabs (cpu may be any CPU); with capacity
- * >= 0, also set its capacity while it is stopped.
+ * Empty cpu's sheaf into the slabs (cpu may be any CPU) and set its
+ * capacity while it is stopped. (Flushes without a resize go through
+ * flush.c, which skips a CPU whose sheaf is empty, unstopped: the
+ * kernel's flush_all() skips such CPUs too, has_pcs_used().)
  */
-static void flush_cpu_sheaf(struct kmem_cache *s, unsigned int cpu, int capacity)
+static void resize_cpu_sheaf(struct kmem_cache *s, unsigned int cpu,
+			     unsigned int capacity)
 {
 	struct slub_percpu_sheaves *pcs = pcs_ptr(s, cpu);
 	void *objs[SHEAF_MAX_CAPACITY];
 	unsigned int n;
 
-	/*
-	 * Nothing to flush: no stop, which would cost a membarrier IPI per
-	 * cache and CPU on every malloc_trim() (the kernel's flush_all()
-	 * skips such CPUs too, has_pcs_used()). An object pushed after this
-	 * look is one pushed after the flush.
-	 */
-	if (capacity < 0 && !READ_ONCE(pcs->size))
-		return;
 	percpu_stop(s->cpu_sheaves, cpu);
 	n = sheaf_take_stopped(s, cpu, objs);
-	if (capacity >= 0)
-		WRITE_ONCE(pcs->capacity, (uint32_t)capacity);
+	WRITE_ONCE(pcs->capacity, (uint32_t)capacity);
 	percpu_resume(s->cpu_sheaves, cpu);
 	free_to_slabs(s, objs, n);
 }
 
 /* Every object of the barn back to its slab, every sheaf to sheaf_cache. */
-static void barn_shrink(struct kmem_cache *s)
+void barn_shrink(struct kmem_cache *s)
 {
 	struct node_barn *barn = get_barn(s);
 	struct slab_sheaf *sheaf;
@@ -519,17 +514,6 @@ bool shrink_idle_barn(struct kmem_cache *s)
 	return true;
 }
 
-void flush_all_sheaves(struct kmem_cache *s)
-{
-	unsigned int cpu;
-
-	if (!s->cpu_sheaves)
-		return;
-	for_each_possible_cpu(cpu)
-		flush_cpu_sheaf(s, cpu, -1);
-	barn_shrink(s);
-}
-
 /*
  * Whether cpu's sheaf may be left as it is when the cache's capacity
  * becomes capacity: it holds no object, and its capacity is the new one
@@ -576,7 +560,7 @@ int set_sheaf_capacity(struct kmem_cache *s, unsigned int capacity)
 	WRITE_ONCE(s->sheaf_capacity, capacity);
 	for_each_possible_cpu(cpu)
 		if (!sheaf_cpu_settled(s, cpu, capacity))
-			flush_cpu_sheaf(s, cpu, (int)capacity);
+			resize_cpu_sheaf(s, cpu, capacity);
 	barn_shrink(s);
 	/* Without sheaves, the CPU partial lists come back, and vice versa. */
 	set_cpu_partial(s, default_cpu_partial(s, capacity));

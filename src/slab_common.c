@@ -514,7 +514,16 @@ int kmem_cache_shrink_locked(struct kmem_cache *s)
 	struct list_head *pos, *next;
 	struct slab *discard = NULL;
 
-	flush_all_sheaves(s);
+	flush_cache_cpus(s);
+	if (s->cpu_sheaves)
+		barn_shrink(s);
+	/*
+	 * The objects of the sheaves and the barn went back to their slabs
+	 * after the CPU slabs were taken, and a slab they made partial may
+	 * be on the caller's CPU partial list now: a flush once more, which
+	 * stops only the CPUs that have one (this one, by a restartable
+	 * store).
+	 */
 	flush_all(s);
 	for (int i = 0; i < SHRINK_PROMOTE_MAX; i++)
 		INIT_LIST_HEAD(&promote[i]);

@@ -846,8 +846,8 @@ void flush_cpu_slab(struct kmem_cache *s, unsigned int cpu)
 }
 
 /*
- * flush_cpu_slab() in three steps, for flush_caches() (as the sheaves'
- * in sheaf.c): the look, the taking while the caller has cpu stopped,
+ * flush_cpu_slab() in three steps, for flush.c (as the sheaves' in
+ * sheaf.c): the look, the taking while the caller has cpu stopped,
  * and the giving back once it runs again.
  */
 bool cpu_slab_used(struct kmem_cache *s, unsigned int cpu)

@@ -134,7 +134,7 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		 void *tail, int cnt);
 void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist);
 void flush_cpu_slab(struct kmem_cache *s, unsigned int cpu);
-/* flush_cpu_slab() in steps, for flush_caches() (flush.c). */
+/* flush_cpu_slab() in steps, for flush.c. */
 struct cpu_slab_taken {
 	struct slab *slab;
 	void *freelist;
@@ -165,6 +165,7 @@ struct flush_slot *flush_slots_map(void);
 void flush_slots_unmap(struct flush_slot *slot);
 void flush_cpu_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu);
 void flush_caches(void);
+void flush_cache_cpus(struct kmem_cache *s);
 
 /* Idle CPUs (idle.c): from the sheaves' slow paths, with the purge's clock. */
 void slab_idle_tick(unsigned long now);
@@ -244,8 +245,8 @@ static __always_inline bool object_start_fast(const struct object_check *c,
 void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp);
 void free_to_pcs_slow(struct kmem_cache *s, void *object);
 void barn_init(struct node_barn *barn);
-void flush_all_sheaves(struct kmem_cache *s);
-/* flush_cpu_sheaf() in steps, for flush_caches() (flush.c). */
+void barn_shrink(struct kmem_cache *s);
+/* A sheaf flush in steps, for flush.c. */
 bool sheaf_cpu_used(struct kmem_cache *s, unsigned int cpu);
 unsigned int sheaf_take_stopped(struct kmem_cache *s, unsigned int cpu, void **objs);
 void sheaf_free_taken(struct kmem_cache *s, void **objs, unsigned int n);

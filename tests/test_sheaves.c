@@ -942,6 +942,38 @@ static void test_idle_cpu_batched(void)
 	done_cache(d);
 }
 
+/*
+ * kmem_cache_shrink() takes the far CPU's sheaf and CPU slab with one
+ * IPI (two before), and the near CPU's, the caller's own, with none.
+ */
+static void test_shrink_one_ipi(void)
+{
+	struct kmem_cache *s;
+	unsigned int far;
+	long long ipis;
+
+	if (nr_cpus_allowed() < 2) {
+		fprintf(stderr, "one CPU: skipped\n");
+		return;
+	}
+	s = fresh_cache("t-sh-shrink-ipi", 256, 16);
+	if (!s)
+		return;
+	far = fill_far(s);
+	migrate_to(0);
+	kmem_cache_free(s, kmem_cache_alloc(s, GFP_KERNEL));
+	CHECK_EQ(READ_ONCE(pcs_of(s, far)->size), 16);
+	CHECK(READ_ONCE(cslab_of(s, far)->slab) != NULL);
+	CHECK_EQ(slub_sysfs_write("cpu/membarriers", "0"), 0);
+	CHECK_EQ(kmem_cache_shrink(s), 0);
+	ipis = sysfs_num("cpu/membarriers");
+	CHECK(far_flushed(s, far));
+	CHECK_EQ(READ_ONCE(pcs_of(s, (unsigned int)sched_getcpu())->size), 0);
+	CHECK_EQ(ipis, percpu_rseq() ? 1 : 0);
+	CHECK_EQ(slub_validate(0, NULL, 0), 0);
+	done_cache(s);
+}
+
 /* ---- Stress ------------------------------------------------------------------- */
 
 #define SLOTS		512
@@ -1086,6 +1118,7 @@ int main(void)
 	TEST(test_producer_consumer);
 	TEST(test_idle_cpu);
 	TEST(test_idle_cpu_batched);
+	TEST(test_shrink_one_ipi);
 	TEST(test_stress);
 	return test_done();
 }
