@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * glibc's accounting calls for the drop-in: mallinfo2(), mallinfo() and
- * malloc_stats(). Under LD_PRELOAD without them, a program that logs its
- * memory would read glibc's own, nearly empty, heap.
+ * glibc's accounting calls for the drop-in: mallinfo2(), mallinfo(),
+ * malloc_stats() and malloc_info(), and its tuning call, mallopt(). Under
+ * LD_PRELOAD without them, a program that logs its memory would read
+ * glibc's own, nearly empty, heap.
  *
  * The fields in libslub's terms (glibc's names):
  *   arena     bytes of the page arena that are backed: slabs, blocks of
@@ -20,6 +21,7 @@
  * A snapshot: the counts are read cache by cache while other threads go
  * on, as glibc's are read arena by arena.
  */
+#include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 
@@ -89,4 +91,109 @@ MALLOC_API void malloc_stats(void)
 	fprintf(stderr, "in use bytes     = %10zu\n", m.uordblks + m.hblkhd);
 	fprintf(stderr, "max mmap regions = %10zu\n", huge.max_nr);
 	fprintf(stderr, "max mmap bytes   = %10zu\n", huge.max_bytes);
+}
+
+/*
+ * One line of malloc_info()'s <sizes>: the free objects of a kmalloc
+ * class, in its slabs (a CPU slab counts as full) and in the sheaves and
+ * barn. Returns their count.
+ */
+static unsigned long class_free(FILE *fp, struct kmem_cache *s, unsigned int from)
+{
+	struct slab_counts cnt;
+	unsigned long barn_full, cached = sheaves_objects(s, &barn_full), nr;
+
+	slab_count(s, &cnt);
+	nr = cnt.total_objects - cnt.objects + cached;
+	if (nr > cnt.total_objects)
+		nr = cnt.total_objects;
+	if (nr)
+		fprintf(fp, "  <size from=\"%u\" to=\"%u\" total=\"%lu\" count=\"%lu\"/>\n",
+			from, s->object_size, nr * s->object_size, nr);
+	return nr;
+}
+
+/* The totals, as glibc prints them for a heap and for the whole. */
+static void info_totals(FILE *fp, const struct mallinfo2 *m, unsigned long nr_free,
+			size_t touched, const struct malloc_huge_usage *huge)
+{
+	fprintf(fp, "<total type=\"fast\" count=\"0\" size=\"0\"/>\n");
+	fprintf(fp, "<total type=\"rest\" count=\"%lu\" size=\"%zu\"/>\n",
+		nr_free, m->fordblks);
+	if (huge)
+		fprintf(fp, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n",
+			huge->nr, huge->bytes);
+	fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n", m->arena);
+	fprintf(fp, "<system type=\"max\" size=\"%zu\"/>\n", m->arena);
+	fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n", touched);
+	fprintf(fp, "<aspace type=\"mprotect\" size=\"%zu\"/>\n", touched);
+}
+
+/*
+ * glibc's XML, one heap, so that what parses glibc's parses this: under
+ * <sizes>, the free objects of each kmalloc class (from the size after
+ * the class below it to the class's size, as glibc's bins); "rest", the
+ * free objects and the free blocks of pages, in fordblks bytes; "mmap",
+ * the blocks of more than 4 MiB; "current" and "max", the backed arena
+ * (no peak is kept); "aspace", the part of the arena handed out so far,
+ * in blocks of 4 MiB. options must be 0, as for glibc.
+ */
+MALLOC_API int malloc_info(int options, FILE *fp)
+{
+	struct mallinfo2 m;
+	struct malloc_huge_usage huge;
+	struct zone_snapshot snap = { 0 };
+	unsigned long nr_free = 0;
+	unsigned int from = 1;
+	size_t touched = 0;
+
+	if (options || !fp)
+		return EINVAL;
+	m = mallinfo2();		/* brings the allocator up if need be */
+	malloc_huge_usage(&huge);
+	if (zone.arena) {
+		zone_snapshot(&snap);
+		touched = (snap.total - (snap.untouched << MAX_PAGE_ORDER)) << PAGE_SHIFT;
+	}
+	fprintf(fp, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n");
+	for (unsigned int i = 0; i < KMALLOC_MAX_CLASSES && zone.arena; i++) {
+		struct kmem_cache *s = kmalloc_caches[i];
+
+		if (!s)
+			break;
+		nr_free += class_free(fp, s, from);
+		from = s->object_size + 1;
+	}
+	fprintf(fp, "</sizes>\n");
+	info_totals(fp, &m, nr_free + m.ordblks, touched, NULL);
+	fprintf(fp, "</heap>\n");
+	info_totals(fp, &m, nr_free + m.ordblks, touched, &huge);
+	fprintf(fp, "</malloc>\n");
+	return 0;
+}
+
+/*
+ * glibc's parameters are accepted and change nothing: libslub has no
+ * arenas, no heap top to trim and no fastbins, its large blocks go to
+ * mmap at a fixed 4 MiB, and its checks and poisoning are slub_debug's
+ * (SLUB_DEBUG=FZP and the like). Returns 1, as glibc does for a
+ * parameter it knows; 0 for one it does not.
+ */
+MALLOC_API int mallopt(int param, int value)
+{
+	(void)value;
+	switch (param) {
+	case M_MXFAST:
+	case M_TRIM_THRESHOLD:
+	case M_TOP_PAD:
+	case M_MMAP_THRESHOLD:
+	case M_MMAP_MAX:
+	case M_CHECK_ACTION:
+	case M_PERTURB:
+	case M_ARENA_TEST:
+	case M_ARENA_MAX:
+		return 1;
+	default:
+		return 0;
+	}
 }

@@ -2,8 +2,8 @@
 /*
  * glibc's accounting calls on the drop-in: mallinfo2() follows what the
  * program holds (objects by their slot size, huge blocks by their
- * mapping), mallinfo() agrees with it, and malloc_stats() prints glibc's
- * format with the same figures. Linked with libslub-malloc.a, as
+ * mapping), mallinfo() agrees with it, and malloc_stats() and
+ * malloc_info() print glibc's formats with the same figures. Linked with libslub-malloc.a, as
  * test_malloc_api.
  */
 #include <malloc.h>
@@ -127,11 +127,72 @@ static void test_malloc_stats(void)
 	CHECK(stats_value(text, "max mmap bytes", 0) >= (long long)HUGE);
 }
 
+/* The value of attribute attr in the first element that starts with elem. */
+static long long xml_attr(const char *text, const char *elem, const char *attr)
+{
+	const char *e = strstr(text, elem), *end, *a;
+	char key[32];
+
+	if (!e || !(end = strchr(e, '>')))
+		return -1;
+	snprintf(key, sizeof(key), " %s=\"", attr);
+	a = strstr(e, key);
+	return a && a < end ? strtoll(a + strlen(key), NULL, 10) : -1;
+}
+
+/*
+ * malloc_info() prints glibc's XML with libslub's figures: the free
+ * objects of each class under <sizes>, "rest" as mallinfo2()'s fordblks
+ * and "current" as its arena; options other than 0 are EINVAL. mallopt()
+ * knows glibc's parameters and no others.
+ */
+static void test_malloc_info_xml(void)
+{
+	static char text[16384];
+	char **p = malloc(opaque_size(2 * NR * sizeof(*p)));
+	long long count;
+	struct mallinfo2 m;
+	FILE *f;
+
+	CHECK(p != NULL);
+	for (int i = 0; i < 2 * NR; i++)
+		p[i] = malloc(opaque_size(OBJ));
+	for (int i = 0; i < 2 * NR; i += 2)
+		free(p[i]);
+	f = fmemopen(text, sizeof(text), "w");
+	CHECK(f != NULL);
+	setvbuf(f, NULL, _IONBF, 0);	/* no buffer allocated while it writes */
+	CHECK_EQ(malloc_info(0, f), 0);
+	m = mallinfo2();
+	CHECK_EQ(malloc_info(1, f), EINVAL);
+	fclose(f);
+	fputs(text, stderr);
+	CHECK(!strncmp(text, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n", 41));
+	CHECK(strstr(text, "</heap>\n") != NULL);
+	CHECK(strlen(text) > 10 && !strcmp(text + strlen(text) - 10, "</malloc>\n"));
+	/* kmalloc-1k: NR objects freed, a few perhaps to a CPU slab (full). */
+	count = xml_attr(text, "<size from=\"897\" to=\"1024\"", "count");
+	CHECK(count >= NR * 9 / 10);
+	CHECK_EQ(xml_attr(text, "<size from=\"897\" to=\"1024\"", "total"), count * 1024);
+	CHECK_EQ(xml_attr(text, "<total type=\"rest\"", "size"), (long long)m.fordblks);
+	CHECK_EQ(xml_attr(text, "<system type=\"current\"", "size"), (long long)m.arena);
+	CHECK(strstr(text, "<total type=\"mmap\"") != NULL);
+	for (int i = 1; i < 2 * NR; i += 2)
+		free(p[i]);
+	free(p);
+
+	CHECK_EQ(mallopt(M_ARENA_MAX, 1), 1);
+	CHECK_EQ(mallopt(M_MMAP_THRESHOLD, 1 << 20), 1);
+	CHECK_EQ(mallopt(M_PERTURB, 0x5a), 1);
+	CHECK_EQ(mallopt(-1234, 0), 0);
+}
+
 int main(void)
 {
 	TEST(test_mallinfo2_objects);
 	TEST(test_mallinfo2_huge);
 	TEST(test_mallinfo_agrees);
 	TEST(test_malloc_stats);
+	TEST(test_malloc_info_xml);
 	return test_done();
 }
