@@ -110,6 +110,9 @@ typedef unsigned int slab_flags_t;
 #define SLAB_STORE_USER		0x00010000u	/* debug: remember alloc/free callers */
 #define SLAB_PANIC		0x00040000u	/* abort if kmem_cache_create fails */
 #define SLAB_TRACE		0x00200000u	/* debug: trace every alloc/free */
+#define SLAB_FAILSLAB		0x02000000u	/* fault injection: fail/slab may
+						   fail its new slabs when
+						   fail/slab_cache_filter is on */
 #define SLAB_NO_USER_FLAGS	0x10000000u	/* SLUB_DEBUG does not apply */
 #define SLAB_KMALLOC		0x20000000u	/* a kmalloc cache (keeps the
 						   requested size with

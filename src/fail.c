@@ -16,6 +16,7 @@ struct fail_attr {
 };
 
 int slub_fail_on;
+bool fail_slab_cache_filter;
 static struct fail_attr fail_attrs[NR_FAIL_SITES];
 static unsigned long fail_seed;
 static __thread int fail_suspended;
@@ -74,15 +75,21 @@ static void fail_set_seed(unsigned long seed)
 		__atomic_store_n(&fail_attrs[i].calls, 0, __ATOMIC_RELAXED);
 }
 
-/* ---- SLUB_FAIL="page=P,slab=Q,seed=S" ------------------------------------------ */
+/* ---- SLUB_FAIL="page=P,slab=Q,seed=S,cache_filter=B" ------------------------- */
+
+enum { KEY_PAGE, KEY_SLAB, KEY_SEED, KEY_FILTER, NR_KEYS };
 
 /* One "key=value"; 0 or -EINVAL. Values are applied by the caller. */
-static int parse_pair(const char *tok, size_t len, unsigned long val[3], bool set[3])
+static int parse_pair(const char *tok, size_t len, unsigned long val[NR_KEYS],
+		      bool set[NR_KEYS])
 {
-	static const char *const keys[3] = { "page", "slab", "seed" };
+	static const char *const keys[NR_KEYS] = {
+		"page", "slab", "seed", "cache_filter",
+	};
+	static const unsigned long max[NR_KEYS] = { 100, 100, ~0UL, 1 };
 	char num[32];
 
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < NR_KEYS; k++) {
 		size_t kl = strlen(keys[k]);
 
 		if (len <= kl + 1 || len - kl - 1 >= sizeof(num) ||
@@ -90,7 +97,7 @@ static int parse_pair(const char *tok, size_t len, unsigned long val[3], bool se
 			continue;
 		memcpy(num, tok + kl + 1, len - kl - 1);
 		num[len - kl - 1] = '\0';
-		if (sysfs_parse_ulong(num, &val[k]) || (k < 2 && val[k] > 100))
+		if (sysfs_parse_ulong(num, &val[k]) || val[k] > max[k])
 			return -EINVAL;
 		set[k] = true;
 		return 0;
@@ -101,8 +108,8 @@ static int parse_pair(const char *tok, size_t len, unsigned long val[3], bool se
 /* All or nothing: a malformed SLUB_FAIL is reported and changes nothing. */
 static void fail_parse_env(const char *env)
 {
-	unsigned long val[3] = { 0, 0, 0 };
-	bool set[3] = { false, false, false };
+	unsigned long val[NR_KEYS] = { 0 };
+	bool set[NR_KEYS] = { false };
 	const char *p = env;
 
 	while (*p) {
@@ -110,20 +117,22 @@ static void fail_parse_env(const char *env)
 
 		if (parse_pair(p, len, val, set)) {
 			slub_pr_err("libslub: ignoring SLUB_FAIL=%s (expected "
-				    "page=P,slab=Q,seed=S with P and Q percent, "
-				    "0-100)\n", env);
+				    "page=P,slab=Q,seed=S,cache_filter=B with P "
+				    "and Q percent, 0-100, and B 0 or 1)\n", env);
 			return;
 		}
 		p += len;
 		if (*p == ',')
 			p++;
 	}
-	if (set[2])
-		fail_set_seed(val[2]);
-	if (set[0])
-		fail_set(FAIL_PAGE, (unsigned int)val[0]);
-	if (set[1])
-		fail_set(FAIL_SLAB, (unsigned int)val[1]);
+	if (set[KEY_SEED])
+		fail_set_seed(val[KEY_SEED]);
+	if (set[KEY_FILTER])
+		WRITE_ONCE(fail_slab_cache_filter, val[KEY_FILTER] != 0);
+	if (set[KEY_PAGE])
+		fail_set(FAIL_PAGE, (unsigned int)val[KEY_PAGE]);
+	if (set[KEY_SLAB])
+		fail_set(FAIL_SLAB, (unsigned int)val[KEY_SLAB]);
 }
 
 /* ---- fail/ ------------------------------------------------------------------------ */
@@ -180,12 +189,30 @@ static int seed_store(void *obj, long arg, const char *val)
 	return 0;
 }
 
+static void filter_show(struct seq_buf *s, void *obj, long arg)
+{
+	(void)obj, (void)arg;
+	seq_printf(s, "%d\n", READ_ONCE(fail_slab_cache_filter));
+}
+
+static int filter_store(void *obj, long arg, const char *val)
+{
+	unsigned long v;
+
+	(void)obj, (void)arg;
+	if (sysfs_parse_ulong(val, &v) || v > 1)
+		return -EINVAL;
+	WRITE_ONCE(fail_slab_cache_filter, v != 0);
+	return 0;
+}
+
 static const struct slub_attr fail_files[] = {
 	{ "page", percent_show, percent_store, FAIL_PAGE },
 	{ "slab", percent_show, percent_store, FAIL_SLAB },
 	{ "seed", seed_show, seed_store, 0 },
 	{ "page_injected", injected_show, injected_store, FAIL_PAGE },
 	{ "slab_injected", injected_show, injected_store, FAIL_SLAB },
+	{ "slab_cache_filter", filter_show, filter_store, 0 },
 };
 
 static struct sysfs_dir fail_dir = {

@@ -113,7 +113,7 @@ struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp, unsigned int take)
 	char *first, *p;
 	void *addr;
 
-	if (should_fail(FAIL_SLAB))
+	if (should_failslab(s->flags))
 		return NULL;
 	addr = __get_free_pages((gfp & ~__GFP_ZERO) | __GFP_NOWARN, order);
 	if (unlikely(!addr) && order != oo_order(s->min)) {

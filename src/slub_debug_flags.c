@@ -11,7 +11,9 @@
  *   blocks separated by ';', e.g. "FZ;U,kmalloc-*,dentry"
  *
  * Letters: F consistency checks, Z red zones, P poisoning, U store user,
- * T trace, O leave out caches whose minimum order the metadata would
+ * T trace, A failslab (fault injection may fail the cache's new slabs
+ * when fail/slab_cache_filter is on; not a debug flag: the fast paths
+ * stay), O leave out caches whose minimum order the metadata would
  * raise, - none. Case does not matter; an unknown letter is reported and
  * skipped. A list is comma-separated cache names, each a glob (the kernel
  * matches only a trailing '*'; fnmatch() here). A cache in no list gets
@@ -70,6 +72,9 @@ static const char *parse_slub_debug_flags(const char *str, slab_flags_t *flags,
 			break;
 		case 't':
 			*flags |= SLAB_TRACE;
+			break;
+		case 'a':
+			*flags |= SLAB_FAILSLAB;
 			break;
 		case 'o':
 			higher_order_disable = true;

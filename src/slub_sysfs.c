@@ -320,6 +320,26 @@ static void flag_show(struct seq_buf *sb, void *obj, long flag)
 	seq_printf(sb, "%d\n", !!(((struct kmem_cache *)obj)->flags & (slab_flags_t)flag));
 }
 
+/*
+ * failslab (the kernel's): 1 while fault injection may fail the cache's
+ * new slabs under fail/slab_cache_filter; writing 0 or 1 clears or sets
+ * SLAB_FAILSLAB (SLUB_DEBUG's letter A sets it at creation).
+ */
+static int failslab_store(void *obj, long arg, const char *val)
+{
+	struct kmem_cache *s = obj;
+	unsigned long v;
+
+	(void)arg;
+	if (sysfs_parse_ulong(val, &v) || v > 1)
+		return -EINVAL;
+	if (v)
+		__atomic_fetch_or(&s->flags, SLAB_FAILSLAB, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_and(&s->flags, ~SLAB_FAILSLAB, __ATOMIC_RELAXED);
+	return 0;
+}
+
 static int shrink_store(void *obj, long arg, const char *val)
 {
 	unsigned long v;
@@ -448,6 +468,7 @@ static const struct slub_attr slab_attrs[] = {
 	FLAG("poison", SLAB_POISON),
 	FLAG("store_user", SLAB_STORE_USER),
 	FLAG("trace", SLAB_TRACE),
+	{ "failslab", flag_show, failslab_store, SLAB_FAILSLAB },
 	{ "shrink", NULL, shrink_store, 0 },
 	{ "slab_thrash_ratio", slab_thrash_ratio_show, slab_thrash_ratio_store, 0 },
 	{ "thrash", thrash_show, NULL, 0 },

@@ -93,8 +93,8 @@ static void probe(const char *value, char *out, size_t size)
 
 static int probe_main(void)
 {
-	printf("page %lld slab %lld seed %lld\n", fail_num("page"),
-	       fail_num("slab"), fail_num("seed"));
+	printf("page %lld slab %lld seed %lld filter %lld\n", fail_num("page"),
+	       fail_num("slab"), fail_num("seed"), fail_num("slab_cache_filter"));
 	return 0;
 }
 
@@ -102,19 +102,21 @@ static void test_env(void)
 {
 	static const char *const bad[] = {
 		"page=101", "page=5,bogus=1", "page=5,slab", "slab=-1", "page=",
-		"seed=x", "page=5;slab=5", "=5",
+		"seed=x", "page=5;slab=5", "=5", "cache_filter=2", "slab=5,cache_filter",
 	};
 	char out[1024];
 
 	probe("page=7,slab=9,seed=3", out, sizeof(out));
-	CHECK(strstr(out, "page 7 slab 9 seed 3\n") != NULL);
+	CHECK(strstr(out, "page 7 slab 9 seed 3 filter 0\n") != NULL);
 	probe("seed=12345678901,slab=100", out, sizeof(out));
-	CHECK(strstr(out, "page 0 slab 100 seed 12345678901\n") != NULL);
+	CHECK(strstr(out, "page 0 slab 100 seed 12345678901 filter 0\n") != NULL);
+	probe("slab=20,cache_filter=1", out, sizeof(out));
+	CHECK(strstr(out, "page 0 slab 20 seed 0 filter 1\n") != NULL);
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		probe(bad[i], out, sizeof(out));
 		CHECK(strstr(out, "libslub: ignoring SLUB_FAIL=") != NULL);
-		CHECK(strstr(out, "page 0 slab 0 seed 0\n") != NULL);
-		if (!strstr(out, "page 0 slab 0 seed 0\n"))
+		CHECK(strstr(out, "page 0 slab 0 seed 0 filter 0\n") != NULL);
+		if (!strstr(out, "page 0 slab 0 seed 0 filter 0\n"))
 			fprintf(stderr, "SLUB_FAIL=%s: %s", bad[i], out);
 	}
 }
@@ -125,7 +127,8 @@ static void test_files(void)
 	char buf[256];
 
 	CHECK(slub_sysfs_read("fail", buf, sizeof(buf)) > 0);
-	CHECK(strstr(buf, "page\nslab\nseed\npage_injected\nslab_injected\n"));
+	CHECK(strstr(buf, "page\nslab\nseed\npage_injected\nslab_injected\n"
+			  "slab_cache_filter\n"));
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		CHECK_EQ(slub_sysfs_write("fail/page", bad[i]), -EINVAL);
 		CHECK_EQ(slub_sysfs_write("fail/slab", bad[i]), -EINVAL);
@@ -139,6 +142,10 @@ static void test_files(void)
 	CHECK_EQ(slub_sysfs_write("fail/page_injected", "1"), -EINVAL);
 	CHECK_EQ(slub_sysfs_write("fail/page_injected", "0"), 0);
 	CHECK_EQ(slub_sysfs_write("fail/page", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/slab_cache_filter", "2"), -EINVAL);
+	CHECK_EQ(slub_sysfs_write("fail/slab_cache_filter", "1"), 0);
+	CHECK_EQ(fail_num("slab_cache_filter"), 1);
+	CHECK_EQ(slub_sysfs_write("fail/slab_cache_filter", "0"), 0);
 }
 
 /* The same seed fails the same calls. */
@@ -162,6 +169,49 @@ static void test_seed_repeats(void)
 	}
 	CHECK(!strcmp(a, b));
 	CHECK(strchr(a, 'x') && strchr(a, '.'));
+}
+
+/*
+ * The kernel's failslab cache-filter: with fail/slab_cache_filter on,
+ * only caches marked SLAB_FAILSLAB (slab/<cache>/failslab, or SLUB_DEBUG's
+ * letter A at creation) have their new slabs failed; with it off, every
+ * cache's. The mark is not a debug flag: the cache keeps its sheaves.
+ */
+static void test_failslab_filter(void)
+{
+	struct kmem_cache *marked = kmem_cache_create("t-fault-marked", 200, 0, 0, NULL);
+	struct kmem_cache *plain = kmem_cache_create("t-fault-plain", 200, 0, 0, NULL);
+	void *p;
+
+	CHECK(marked && plain);
+	CHECK_EQ(slab_num("t-fault-marked", "failslab"), 0);
+	CHECK_EQ(slab_set("t-fault-marked", "failslab", "2"), -EINVAL);
+	CHECK_EQ(slab_set("t-fault-marked", "failslab", "1"), 0);
+	CHECK_EQ(slab_num("t-fault-marked", "failslab"), 1);
+	CHECK_EQ(slab_num("t-fault-marked", "sanity_checks"), 0);
+	CHECK_EQ(slab_num("t-fault-marked", "sheaf_capacity"),
+		 slab_num("t-fault-plain", "sheaf_capacity"));
+	CHECK_EQ(slub_sysfs_write("fail/slab_injected", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/slab_cache_filter", "1"), 0);
+	set_faults("0", "100");
+	/* Neither cache has a slab yet: each allocation needs a new one. */
+	CHECK_ENOMEM(kmem_cache_alloc(marked, GFP_KERNEL));
+	p = kmem_cache_alloc(plain, GFP_KERNEL);
+	CHECK(p != NULL);
+	kmem_cache_free(plain, p);
+	CHECK_EQ(fail_num("slab_injected"), 1);
+	/* Unmarked: it allocates; the filter off: every cache fails. */
+	CHECK_EQ(slab_set("t-fault-marked", "failslab", "0"), 0);
+	p = kmem_cache_alloc(marked, GFP_KERNEL);
+	CHECK(p != NULL);
+	kmem_cache_free(marked, p);
+	CHECK_EQ(slub_sysfs_write("fail/slab_cache_filter", "0"), 0);
+	CHECK_EQ(kmem_cache_shrink(plain), 0);
+	CHECK_EQ(slab_num("t-fault-plain", "slabs"), 0);
+	CHECK_ENOMEM(kmem_cache_alloc(plain, GFP_KERNEL));
+	set_faults("0", "0");
+	kmem_cache_destroy(marked);
+	kmem_cache_destroy(plain);
 }
 
 /* ---- Every caller sees NULL with ENOMEM ---------------------------------------------- */
@@ -511,6 +561,7 @@ int main(int argc, char **argv)
 	TEST(test_seed_repeats);
 	TEST(test_page_failures);
 	TEST(test_slab_failures);
+	TEST(test_failslab_filter);
 	TEST(test_churn_under_faults);
 	return test_done();
 }

@@ -11,6 +11,7 @@
  *   list-only  ",kmalloc-16"  F, Z, P, U for that cache, none elsewhere
  *   order      "FZPUO"  no metadata where it would raise the order
  *   none       "F-z"  '-' clears what came before it: Z only
+ *   failslab   "A,kmalloc-64;Z"  the failslab mark alone, no debugging
  */
 #include "helpers.h"
 #include "slub_internal.h"
@@ -176,12 +177,24 @@ static void variant_none(void)
 	check_flags("kmem_cache", "-Z---");
 }
 
+/* A marks the cache for failslab's cache filter and debugs nothing. */
+static void variant_failslab(void)
+{
+	bring_up(NULL);
+	check_flags("kmalloc-64", "-----");
+	CHECK_EQ(slab_num("kmalloc-64", "failslab"), 1);
+	CHECK_EQ(slab_num("kmalloc-64", "sheaf_capacity") > 0,
+		 sysfs_num("policy/sheaves") == 1);
+	check_flags("kmalloc-96", "-Z---");
+	CHECK_EQ(slab_num("kmalloc-96", "failslab"), 0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(void); } variants[] = {
 		{ "mixed", variant_mixed }, { "all", variant_all },
 		{ "list-only", variant_list_only }, { "order", variant_order },
-		{ "none", variant_none },
+		{ "none", variant_none }, { "failslab", variant_failslab },
 	};
 
 	for (size_t i = 0; argc > 1 && i < ARRAY_SIZE(variants); i++) {
@@ -193,6 +206,7 @@ int main(int argc, char **argv)
 		TEST(variants[i].fn);
 		return test_done();
 	}
-	fprintf(stderr, "usage: test_slub_debug_env mixed|all|list-only|order|none\n");
+	fprintf(stderr, "usage: test_slub_debug_env "
+		"mixed|all|list-only|order|none|failslab\n");
 	return 2;
 }
