@@ -20,7 +20,9 @@
  * fork handler and the consistency check otherwise do: the caller holds
  * slab_mutex and sysfs_lock, which serialise it with both, and takes the
  * locks in their order (cache by cache, the sheaves before the CPU slab).
- * Nothing else waits for a second per-CPU lock while holding one.
+ * A cache flushed alone holds its sheaves' and CPU slab's locks of one
+ * CPU, in that order, which every holder of both follows. Nothing else
+ * waits for a second per-CPU lock while holding one.
  */
 #include <sys/mman.h>
 
@@ -30,9 +32,9 @@
  * Stop every cache of the group that the caller marked (sheaf, slab) on
  * cpu, then make the stops hold: a sequence that began on cpu before its
  * flag was set may still be between its check and its commit, and the
- * membarrier aborts it. The caller's own CPU is stopped cache by cache with a
- * restartable store instead, which needs no IPI (percpu_stop()); if the
- * thread has moved since the look, percpu_stop() sends one itself.
+ * membarrier aborts it. The caller's own CPU is stopped cache by cache
+ * with a restartable store instead, which needs no IPI (percpu_stop());
+ * if the thread has moved since the look, percpu_stop() sends one itself.
  */
 static void stop_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu)
 {
