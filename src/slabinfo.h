@@ -206,6 +206,8 @@ struct si_snap {
 	char percpu_mode[64];
 	char preset[32];
 	unsigned int nr_cpus;		/* cpu/nr_cpu_ids */
+	unsigned long rseq_restarts;	/* cpu/rseq_restarts */
+	unsigned long membarriers;	/* cpu/membarriers: IPIs to stop a CPU */
 	/* page_alloc/ */
 	unsigned long buddy[NR_PAGE_ORDERS];
 	unsigned long zone[SI_NR_ZONE];

@@ -55,8 +55,9 @@ __attribute__((destructor)) static void slabinfo_exit_report(void)
 	m = open_memstream(&buf, &len);
 	if (m) {
 		fprintf(m, "libslub: SLUB_STATS report for %s\n", slub_comm());
-		fprintf(m, "pid %ld, %s, preset %s\n\n", snap.pid, snap.percpu_mode,
-			snap.preset);
+		fprintf(m, "pid %ld, %s, preset %s; %lu rseq restarts, %lu "
+			"membarrier IPIs\n\n", snap.pid, snap.percpu_mode, snap.preset,
+			snap.rseq_restarts, snap.membarriers);
 		si_show(m, &snap, NULL, &o);
 		fputc('\n', m);
 		si_show_pages_summary(m, &snap);

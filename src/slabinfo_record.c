@@ -6,6 +6,7 @@
  *
  *   slabinfo-record 1
  *   process pid=<n> comm=<s> nr_cpu_ids=<n> percpu_mode=<s> preset=<s>
+ *           rseq_restarts=<n> membarriers=<n>
  *   cache name=<s> object_size=<n> ... list_lock=<n>        (one per cache)
  *   page_alloc buddyinfo=<n>,...,<n> pages_total=<n> ... high_order=<n>
  *   page_counters pcp_count=<total>,<C0>,<C1>... ... bad_free=<total>,...
@@ -105,7 +106,8 @@ void si_record_write(FILE *f, const struct si_snap *snap)
 	fprintf(f, " nr_cpu_ids=%u", snap->nr_cpus);
 	put_str(f, "percpu_mode", snap->percpu_mode);
 	put_str(f, "preset", snap->preset);
-	fputc('\n', f);
+	fprintf(f, " rseq_restarts=%lu membarriers=%lu\n", snap->rseq_restarts,
+		snap->membarriers);
 	for (unsigned int i = 0; i < snap->nr; i++) {
 		const struct si_cache *c = &snap->caches[i];
 
@@ -193,6 +195,10 @@ static int process_kv(struct si_snap *snap, const char *key, char *val)
 		if (parse_num(val, &v))
 			return -EINVAL;
 		snap->nr_cpus = (unsigned int)v;
+	} else if (!strcmp(key, "rseq_restarts")) {
+		return parse_num(val, &snap->rseq_restarts) ? -EINVAL : 0;
+	} else if (!strcmp(key, "membarriers")) {
+		return parse_num(val, &snap->membarriers) ? -EINVAL : 0;
 	} else if (!strcmp(key, "comm")) {
 		return parse_str(val, snap->comm, sizeof(snap->comm));
 	} else if (!strcmp(key, "percpu_mode")) {

@@ -327,6 +327,11 @@ static int collect_process(const struct slabinfo_source *src, struct si_snap *sn
 	if (!ret)
 		ret = read_num(src, "cpu/nr_cpu_ids", &v);
 	snap->nr_cpus = (unsigned int)v;
+	/* Missing in an older library's namespace: 0. */
+	if (!ret)
+		ret = read_num(src, "cpu/rseq_restarts", &snap->rseq_restarts);
+	if (!ret)
+		ret = read_num(src, "cpu/membarriers", &snap->membarriers);
 	return ret;
 }
 

@@ -229,6 +229,10 @@ static void test_record_roundtrip(void)
 
 	CHECK_EQ(si_collect(&slabinfo_local, &a), 0);
 	CHECK(si_find(&a, KNOWN_NAME) != NULL);
+	CHECK(a.membarriers <= (unsigned long)sysfs_num("cpu/membarriers"));
+	/* Counts the record must carry exactly, whatever this run's were. */
+	a.rseq_restarts += 12345;
+	a.membarriers += 678;
 	m = open_memstream(&buf, &len);
 	fprintf(m, "some output of the program\n");
 	si_record_write(m, &a);
@@ -243,6 +247,8 @@ static void test_record_roundtrip(void)
 	CHECK(!strcmp(a.comm, b.comm) && !strcmp(a.preset, b.preset));
 	CHECK(!strcmp(a.percpu_mode, b.percpu_mode));
 	CHECK_EQ(a.nr_cpus, b.nr_cpus);
+	CHECK_EQ(a.rseq_restarts, b.rseq_restarts);
+	CHECK_EQ(a.membarriers, b.membarriers);
 	CHECK(!memcmp(a.buddy, b.buddy, sizeof(a.buddy)));
 	CHECK(!memcmp(a.zone, b.zone, sizeof(a.zone)));
 	CHECK(!memcmp(a.pa, b.pa, sizeof(a.pa)));
