@@ -250,6 +250,11 @@ static void test_views(void)
 	for (const char *p = out; (p = strstr(p, " Objects in use / total")); p++)
 		n++;
 	CHECK_EQ(n, 3);
+	/* From the second frame: the idle child stopped no CPU meanwhile. */
+	n = 0;
+	for (const char *p = out; (p = strstr(p, " membarrier IPIs +0\n")); p++)
+		n++;
+	CHECK_EQ(n, 2);
 	/* In watch mode -D shows what happened since the last refresh: nothing. */
 	CHECK_EQ(slabinfo("-w 0.1 -c 2 -D " KNOWN_NAME), 0);
 	CHECK(activity_row(strrchr(out, '%'), KNOWN_NAME, &a));

@@ -111,7 +111,12 @@ static int snapshot(const struct si_opts *o, struct si_snap *snap, bool first)
 	return ret;
 }
 
-static void watch_header(const struct si_snap *snap, const struct si_opts *o)
+/*
+ * The process, then the restartable sequences that restarted and the
+ * IPIs libslub sent to stop a CPU (cpu/), since the last frame.
+ */
+static void watch_header(const struct si_snap *snap, const struct si_snap *prev,
+			 const struct si_opts *o)
 {
 	char when[32];
 	time_t now = time(NULL);
@@ -119,6 +124,10 @@ static void watch_header(const struct si_snap *snap, const struct si_opts *o)
 	strftime(when, sizeof(when), "%H:%M:%S", localtime(&now));
 	printf("slabinfo: pid %ld (%s), every %.2g s, %s\n", snap->pid, snap->comm,
 	       o->watch, when);
+	if (prev)
+		printf(" rseq restarts +%lu, membarrier IPIs +%lu\n",
+		       snap->rseq_restarts - prev->rseq_restarts,
+		       snap->membarriers - prev->membarriers);
 	si_show_summary(stdout, snap, o);
 	putchar('\n');
 }
@@ -147,7 +156,7 @@ static int watch(const struct si_opts *o)
 		else if (n)
 			putchar('\n');
 		if (!o->json)
-			watch_header(&cur, o);
+			watch_header(&cur, have_prev ? &prev : NULL, o);
 		si_show(stdout, &cur, have_prev ? &prev : NULL, o);
 		fflush(stdout);
 		si_snap_free(&prev);
