@@ -6,9 +6,9 @@
  *
  * Taking a CPU's sheaf or CPU slab from another CPU stops that CPU's fast
  * paths, and the stop costs a membarrier IPI aimed at it
- * (percpu_stop()). Flushed cache by cache, as kmem_cache_shrink() does, a
- * trim sends one per cache and CPU for each of the sheaf and the CPU slab
- * that hold something: on 128 CPUs with the drop-in's 35 caches, up to
+ * (percpu_stop()). Flushed cache by cache and structure by structure, a
+ * trim sent one per cache and CPU for each of the sheaf and the CPU slab
+ * that held something: on 128 CPUs with the drop-in's 35 caches, up to
  * 9,000 IPIs, each one interrupting a CPU that may be running the
  * program. Here a group of caches is stopped on one CPU together
  * (percpu_stop_begin() for each), one membarrier aborts whatever that
