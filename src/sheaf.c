@@ -467,8 +467,9 @@ void barn_shrink(struct kmem_cache *s)
 /*
  * For idle.c, slab_mutex held (it keeps the marks): whether cpu's sheaf
  * is idle, holding objects, its size and top object what they were at the
- * last look (the caller flushes it then; the marks start again). The look only tries the CPU's lock, which
- * the fast paths take without rseq: a sheaf in use is not idle. With
+ * last look (the caller flushes it then; the marks start again). The look
+ * only tries the CPU's lock, which the fast paths take without rseq: a
+ * sheaf in use is not idle. With
  * rseq they take no lock, and a wrong guess costs a busy CPU one flush,
  * or an idle one a look more. A CPU whose sheaf is empty is not written
  * to (it may never have used it).
@@ -479,8 +480,7 @@ bool sheaf_cpu_idle(struct kmem_cache *s, unsigned int cpu)
 	uint32_t size;
 	void *top;
 
-	if (!s->cpu_sheaves || !READ_ONCE(pcs->size) ||
-	    !percpu_trylock(s->cpu_sheaves, cpu))
+	if (!sheaf_cpu_used(s, cpu) || !percpu_trylock(s->cpu_sheaves, cpu))
 		return false;
 	size = READ_ONCE(pcs->size);
 	top = size ? READ_ONCE(pcs->objects[size - 1]) : NULL;

@@ -891,8 +891,7 @@ bool cpu_slab_idle(struct kmem_cache *s, unsigned int cpu)
 	struct slab *slab, *partial;
 	void *freelist;
 
-	if ((!READ_ONCE(c->slab) && !READ_ONCE(c->partial)) ||
-	    !percpu_trylock(s->cpu_slab, cpu))
+	if (!cpu_slab_used(s, cpu) || !percpu_trylock(s->cpu_slab, cpu))
 		return false;
 	slab = READ_ONCE(c->slab);
 	partial = READ_ONCE(c->partial);

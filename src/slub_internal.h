@@ -148,9 +148,11 @@ bool cpu_slab_idle(struct kmem_cache *s, unsigned int cpu);
 void flush_all(struct kmem_cache *s);
 
 /*
- * Flushing many caches' CPUs with one IPI per CPU (flush.c), slab_mutex
- * and sysfs_lock held: every cache for slub_trim(), the idle ones for
- * idle.c. A slot is one cache on one CPU; sheaf and slab say what to take.
+ * Flushing CPUs with one IPI per CPU for many caches (flush.c): every
+ * cache for slub_trim() and the idle ones for idle.c, both with
+ * slab_mutex and sysfs_lock held; one cache's sheaf and CPU slab together
+ * for kmem_cache_shrink(). A slot is one cache on one CPU; sheaf and slab
+ * say what to take.
  */
 struct flush_slot {
 	struct kmem_cache *s;
