@@ -57,14 +57,24 @@ void fail_resume(void)
 	fail_suspended--;
 }
 
+void (*fail_object_notify)(void);
+
+bool fail_object_on(void)
+{
+	return READ_ONCE(fail_attrs[FAIL_OBJECT].percent) != 0;
+}
+
 static void fail_set(enum fail_site site, unsigned int percent)
 {
+	void (*notify)(void) = READ_ONCE(fail_object_notify);
 	bool on = false;
 
 	WRITE_ONCE(fail_attrs[site].percent, percent);
 	for (int i = 0; i < NR_FAIL_SITES; i++)
 		on |= READ_ONCE(fail_attrs[i].percent) != 0;
 	WRITE_ONCE(slub_fail_on, on);
+	if (site == FAIL_OBJECT && notify)
+		notify();
 }
 
 /* A new seed starts the sequence of decisions from its beginning. */
@@ -75,18 +85,18 @@ static void fail_set_seed(unsigned long seed)
 		__atomic_store_n(&fail_attrs[i].calls, 0, __ATOMIC_RELAXED);
 }
 
-/* ---- SLUB_FAIL="page=P,slab=Q,seed=S,cache_filter=B" ------------------------- */
+/* ---- SLUB_FAIL="page=P,slab=Q,object=R,seed=S,cache_filter=B" ---------------- */
 
-enum { KEY_PAGE, KEY_SLAB, KEY_SEED, KEY_FILTER, NR_KEYS };
+enum { KEY_PAGE, KEY_SLAB, KEY_OBJECT, KEY_SEED, KEY_FILTER, NR_KEYS };
 
 /* One "key=value"; 0 or -EINVAL. Values are applied by the caller. */
 static int parse_pair(const char *tok, size_t len, unsigned long val[NR_KEYS],
 		      bool set[NR_KEYS])
 {
 	static const char *const keys[NR_KEYS] = {
-		"page", "slab", "seed", "cache_filter",
+		"page", "slab", "object", "seed", "cache_filter",
 	};
-	static const unsigned long max[NR_KEYS] = { 100, 100, ~0UL, 1 };
+	static const unsigned long max[NR_KEYS] = { 100, 100, 100, ~0UL, 1 };
 	char num[32];
 
 	for (int k = 0; k < NR_KEYS; k++) {
@@ -117,8 +127,9 @@ static void fail_parse_env(const char *env)
 
 		if (parse_pair(p, len, val, set)) {
 			slub_pr_err("libslub: ignoring SLUB_FAIL=%s (expected "
-				    "page=P,slab=Q,seed=S,cache_filter=B with P "
-				    "and Q percent, 0-100, and B 0 or 1)\n", env);
+				    "page=P,slab=Q,object=R,seed=S,cache_filter=B "
+				    "with P, Q and R percent, 0-100, and B 0 or "
+				    "1)\n", env);
 			return;
 		}
 		p += len;
@@ -133,6 +144,8 @@ static void fail_parse_env(const char *env)
 		fail_set(FAIL_PAGE, (unsigned int)val[KEY_PAGE]);
 	if (set[KEY_SLAB])
 		fail_set(FAIL_SLAB, (unsigned int)val[KEY_SLAB]);
+	if (set[KEY_OBJECT])
+		fail_set(FAIL_OBJECT, (unsigned int)val[KEY_OBJECT]);
 }
 
 /* ---- fail/ ------------------------------------------------------------------------ */
@@ -209,9 +222,11 @@ static int filter_store(void *obj, long arg, const char *val)
 static const struct slub_attr fail_files[] = {
 	{ "page", percent_show, percent_store, FAIL_PAGE },
 	{ "slab", percent_show, percent_store, FAIL_SLAB },
+	{ "object", percent_show, percent_store, FAIL_OBJECT },
 	{ "seed", seed_show, seed_store, 0 },
 	{ "page_injected", injected_show, injected_store, FAIL_PAGE },
 	{ "slab_injected", injected_show, injected_store, FAIL_SLAB },
+	{ "object_injected", injected_show, injected_store, FAIL_OBJECT },
 	{ "slab_cache_filter", filter_show, filter_store, 0 },
 };
 

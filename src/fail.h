@@ -1,17 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fault injection, in the spirit of the kernel's fail_page_alloc and
- * failslab (docs/reliability.md): SLUB_FAIL="page=P,slab=Q,seed=S" at
- * start-up, or the files fail/page, fail/slab and fail/seed at run time,
- * make P percent of page allocations (__get_free_pages) and Q percent of
- * new-slab allocations (allocate_slab) fail as if the arena were full;
- * with cache_filter=1 (fail/slab_cache_filter), only the new slabs of
- * caches marked SLAB_FAILSLAB, as the kernel's failslab cache-filter.
+ * failslab (docs/reliability.md): SLUB_FAIL="page=P,slab=Q,object=R,seed=S"
+ * at start-up, or the files fail/page, fail/slab, fail/object and
+ * fail/seed at run time, make P percent of page allocations
+ * (__get_free_pages) and Q percent of new-slab allocations (allocate_slab)
+ * fail as if the arena were full, and R percent of object allocations
+ * (kmem_cache_alloc, kmalloc, the drop-in's malloc) fail on entry, as the
+ * kernel's should_failslab() does in every one. With cache_filter=1
+ * (fail/slab_cache_filter), slab and object failures hit only the caches
+ * marked SLAB_FAILSLAB, as the kernel's failslab cache-filter.
  *
- * The hooks sit where memory can really run out, both outside the fast
- * paths; while no probability is set they cost one test of a global flag.
- * The decisions come from a hash of (seed, site, call number), so a
- * single-threaded program fails at the same calls on every run.
+ * The page and slab hooks sit where memory can really run out, outside
+ * the fast paths; while no probability is set they cost one test of a
+ * global flag. The object hook is that same test on kmem_cache_alloc's
+ * fast path; the drop-in's malloc turns its fast path off instead while
+ * object failures are on (sheaf_fast_update()). The decisions come from a
+ * hash of (seed, site, call number), so a single-threaded program fails at
+ * the same calls on every run.
  */
 #ifndef SLUB_FAIL_H
 #define SLUB_FAIL_H
@@ -24,6 +30,7 @@
 enum fail_site {
 	FAIL_PAGE,	/* __get_free_pages() */
 	FAIL_SLAB,	/* allocate_slab(): a new slab for a cache */
+	FAIL_OBJECT,	/* slab_alloc_node() and bulk: every object allocation */
 	NR_FAIL_SITES,
 };
 
@@ -44,13 +51,23 @@ static __always_inline bool should_fail(enum fail_site site)
 	return unlikely(READ_ONCE(slub_fail_on)) && __should_fail(site);
 }
 
-/* For a new slab of a cache whose flags are cache_flags. */
-static __always_inline bool should_failslab(unsigned int cache_flags)
+/* At site (FAIL_SLAB or FAIL_OBJECT) of a cache whose flags are cache_flags. */
+static __always_inline bool should_failslab(enum fail_site site,
+					    unsigned int cache_flags)
 {
 	return unlikely(READ_ONCE(slub_fail_on)) &&
 	       (!READ_ONCE(fail_slab_cache_filter) || (cache_flags & SLAB_FAILSLAB)) &&
-	       __should_fail(FAIL_SLAB);
+	       __should_fail(site);
 }
+
+/* Whether object failures have a probability: the drop-in's fast path is off. */
+bool fail_object_on(void);
+
+/*
+ * Called after fail/object changes (the slab layer's sheaf_fast_update):
+ * a pointer, so that this file needs nothing of the layers above it.
+ */
+extern void (*fail_object_notify)(void);
 
 /* SLUB_FAIL and the fail/ files; called once at bring-up. */
 void fail_init(void);

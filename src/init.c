@@ -116,6 +116,7 @@ int slub_init_slow(void)
 	page_alloc_sysfs_init();
 	slab_sysfs_init();
 	process_sysfs_init();
+	fail_object_notify = sheaf_fast_update;
 	fail_init();
 	validate_sysfs_init();
 	in_slub_init = 1;

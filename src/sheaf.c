@@ -315,7 +315,9 @@ struct sheaf_fast_limits sheaf_fast_limit;
  * The drop-in's sheaf fast paths may run: the slab layer is up, threads
  * have glibc's rseq registration, and statistics are off. With them on,
  * malloc and free go through slab_alloc_node() and slab_free(), whose
- * sheaf paths count, so the fast paths carry no statistics test. Off is
+ * sheaf paths count, so the fast paths carry no statistics test; malloc's
+ * is off too while fail/object has a probability, which slab_alloc_node()
+ * applies (fail.c calls this when it changes). Off is
  * both limits 0: the size and address compares the fast paths make anyway
  * then fail, so the switch costs them nothing.
  */
@@ -325,7 +327,8 @@ void sheaf_fast_update(void)
 		  percpu_state.fast && !READ_ONCE(slub_stats_on);
 
 	__atomic_store_n(&sheaf_fast_limit.alloc,
-			 on ? KMALLOC_MAX_CACHE_SIZE + 1 : 0, __ATOMIC_RELEASE);
+			 on && !fail_object_on() ? KMALLOC_MAX_CACHE_SIZE + 1 : 0,
+			 __ATOMIC_RELEASE);
 	__atomic_store_n(&sheaf_fast_limit.free, on ? slab_map_limit : 0,
 			 __ATOMIC_RELEASE);
 }

@@ -682,8 +682,11 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 		errno = EINVAL;
 		return 0;
 	}
+	/* One decision for the call, as the kernel's slab_pre_alloc_hook(). */
+	if (unlikely(READ_ONCE(slub_fail_on)) && nr && slab_should_fail(s))
+		return 0;
 	for (i = 0; i < nr; i++) {
-		p[i] = slab_alloc(s, gfp);
+		p[i] = __slab_alloc_node(s, gfp, 0, _RET_IP_);
 		if (unlikely(!p[i])) {
 			/* All or nothing. */
 			kmem_cache_free_bulk(s, i, p);

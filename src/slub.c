@@ -99,6 +99,14 @@ void remove_partial(struct kmem_cache_node *n, struct slab *slab)
 
 /* ---- Slabs from and to the page allocator ------------------------------------- */
 
+bool slab_should_fail(struct kmem_cache *s)
+{
+	if (!should_failslab(FAIL_OBJECT, s->flags))
+		return false;
+	errno = ENOMEM;
+	return true;
+}
+
 /*
  * A new slab. Its first `take` objects (at most all of them) are the
  * caller's, and no freelist link is written into them; the rest are
@@ -113,7 +121,7 @@ struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp, unsigned int take)
 	char *first, *p;
 	void *addr;
 
-	if (should_failslab(s->flags))
+	if (should_failslab(FAIL_SLAB, s->flags))
 		return NULL;
 	addr = __get_free_pages((gfp & ~__GFP_ZERO) | __GFP_NOWARN, order);
 	if (unlikely(!addr) && order != oo_order(s->min)) {

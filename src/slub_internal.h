@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "fail.h"
 #include "policy.h"
 #include "slab.h"
 #include "slub_debug.h"
@@ -332,9 +333,9 @@ static __always_inline bool sheaf_free_fast(void *object)
  * have none either. orig_size is the kmalloc request (0: the object
  * size), addr the caller; only debug caches keep them.
  */
-static __always_inline void *slab_alloc_node(struct kmem_cache *s, gfp_t gfp,
-					     unsigned int orig_size,
-					     unsigned long addr)
+static __always_inline void *__slab_alloc_node(struct kmem_cache *s, gfp_t gfp,
+					       unsigned int orig_size,
+					       unsigned long addr)
 {
 	void *object;
 
@@ -353,6 +354,23 @@ static __always_inline void *slab_alloc_node(struct kmem_cache *s, gfp_t gfp,
 	if (unlikely(gfp & __GFP_ZERO))
 		memset(object, 0, s->object_size);
 	return object;
+}
+
+/*
+ * The kernel's should_failslab() in slab_pre_alloc_hook(): fail/object's
+ * share of allocations fail on entry, the flag test all they cost while
+ * fault injection is off. The drop-in's malloc never comes this way on its
+ * fast path; it turns that off while object failures are on.
+ */
+bool slab_should_fail(struct kmem_cache *s);
+
+static __always_inline void *slab_alloc_node(struct kmem_cache *s, gfp_t gfp,
+					     unsigned int orig_size,
+					     unsigned long addr)
+{
+	if (unlikely(READ_ONCE(slub_fail_on)) && slab_should_fail(s))
+		return NULL;
+	return __slab_alloc_node(s, gfp, orig_size, addr);
 }
 
 static __always_inline void *slab_alloc(struct kmem_cache *s, gfp_t gfp)

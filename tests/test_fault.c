@@ -2,8 +2,8 @@
 /*
  * Fault injection (src/fail.c): SLUB_FAIL and the fail/ files; with
  * failures forced, every call that allocates returns NULL with errno
- * ENOMEM and leaves nothing behind; threads churning under random page
- * and slab failures lose and corrupt nothing, and once the failures stop
+ * ENOMEM and leaves nothing behind; threads churning under random page,
+ * slab and object failures lose and corrupt nothing, and once the failures stop
  * the allocator is whole (the check is clean, every object and page is
  * back) and allocates as before. Run as "test_fault oom" with a small
  * SLUB_ARENA_SIZE, the same churn runs the arena out for real, with the
@@ -93,8 +93,9 @@ static void probe(const char *value, char *out, size_t size)
 
 static int probe_main(void)
 {
-	printf("page %lld slab %lld seed %lld filter %lld\n", fail_num("page"),
-	       fail_num("slab"), fail_num("seed"), fail_num("slab_cache_filter"));
+	printf("page %lld slab %lld object %lld seed %lld filter %lld\n",
+	       fail_num("page"), fail_num("slab"), fail_num("object"),
+	       fail_num("seed"), fail_num("slab_cache_filter"));
 	return 0;
 }
 
@@ -103,20 +104,21 @@ static void test_env(void)
 	static const char *const bad[] = {
 		"page=101", "page=5,bogus=1", "page=5,slab", "slab=-1", "page=",
 		"seed=x", "page=5;slab=5", "=5", "cache_filter=2", "slab=5,cache_filter",
+		"object=101", "object=", "objects=5",
 	};
 	char out[1024];
 
 	probe("page=7,slab=9,seed=3", out, sizeof(out));
-	CHECK(strstr(out, "page 7 slab 9 seed 3 filter 0\n") != NULL);
+	CHECK(strstr(out, "page 7 slab 9 object 0 seed 3 filter 0\n") != NULL);
 	probe("seed=12345678901,slab=100", out, sizeof(out));
-	CHECK(strstr(out, "page 0 slab 100 seed 12345678901 filter 0\n") != NULL);
-	probe("slab=20,cache_filter=1", out, sizeof(out));
-	CHECK(strstr(out, "page 0 slab 20 seed 0 filter 1\n") != NULL);
+	CHECK(strstr(out, "page 0 slab 100 object 0 seed 12345678901 filter 0\n") != NULL);
+	probe("slab=20,cache_filter=1,object=4", out, sizeof(out));
+	CHECK(strstr(out, "page 0 slab 20 object 4 seed 0 filter 1\n") != NULL);
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		probe(bad[i], out, sizeof(out));
 		CHECK(strstr(out, "libslub: ignoring SLUB_FAIL=") != NULL);
-		CHECK(strstr(out, "page 0 slab 0 seed 0 filter 0\n") != NULL);
-		if (!strstr(out, "page 0 slab 0 seed 0 filter 0\n"))
+		CHECK(strstr(out, "page 0 slab 0 object 0 seed 0 filter 0\n") != NULL);
+		if (!strstr(out, "page 0 slab 0 object 0 seed 0 filter 0\n"))
 			fprintf(stderr, "SLUB_FAIL=%s: %s", bad[i], out);
 	}
 }
@@ -127,12 +129,17 @@ static void test_files(void)
 	char buf[256];
 
 	CHECK(slub_sysfs_read("fail", buf, sizeof(buf)) > 0);
-	CHECK(strstr(buf, "page\nslab\nseed\npage_injected\nslab_injected\n"
-			  "slab_cache_filter\n"));
+	CHECK(strstr(buf, "page\nslab\nobject\nseed\npage_injected\nslab_injected\n"
+			  "object_injected\nslab_cache_filter\n"));
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		CHECK_EQ(slub_sysfs_write("fail/page", bad[i]), -EINVAL);
 		CHECK_EQ(slub_sysfs_write("fail/slab", bad[i]), -EINVAL);
+		CHECK_EQ(slub_sysfs_write("fail/object", bad[i]), -EINVAL);
 	}
+	CHECK_EQ(slub_sysfs_write("fail/object", "3"), 0);
+	CHECK_EQ(fail_num("object"), 3);
+	CHECK_EQ(slub_sysfs_write("fail/object", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object_injected", "2"), -EINVAL);
 	CHECK_EQ(fail_num("page"), 0);
 	CHECK_EQ(slub_sysfs_write("fail/page", "100\n"), 0);
 	CHECK_EQ(fail_num("page"), 100);
@@ -210,6 +217,66 @@ static void test_failslab_filter(void)
 	CHECK_EQ(slab_num("t-fault-plain", "slabs"), 0);
 	CHECK_ENOMEM(kmem_cache_alloc(plain, GFP_KERNEL));
 	set_faults("0", "0");
+	kmem_cache_destroy(marked);
+	kmem_cache_destroy(plain);
+}
+
+/*
+ * fail/object, the kernel's should_failslab() in every allocation: the
+ * calls fail on entry with objects ready in the CPU sheaf, no new slab is
+ * asked for, a bulk allocation takes one decision, and the cache filter
+ * applies as to new slabs.
+ */
+static void test_object_failures(void)
+{
+	struct kmem_cache *marked = kmem_cache_create("t-fault-obj-marked", 96, 0,
+						      SLAB_FAILSLAB, NULL);
+	struct kmem_cache *plain = kmem_cache_create("t-fault-obj-plain", 96, 0, 0, NULL);
+	void *p[16], *q;
+	int failed = 0;
+
+	CHECK(marked && plain);
+	CHECK_EQ(slab_num("t-fault-obj-marked", "failslab"), 1);
+	/* Objects in the CPU sheaves: the fast path would have one. */
+	q = kmem_cache_alloc(marked, GFP_KERNEL);
+	kmem_cache_free(marked, q);
+	q = kmalloc(64, GFP_KERNEL);
+	kfree(q);
+	CHECK_EQ(slub_sysfs_write("fail/object_injected", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/slab_injected", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object", "100"), 0);
+	CHECK_ENOMEM(kmem_cache_alloc(marked, GFP_KERNEL));
+	CHECK_ENOMEM(kmem_cache_alloc(plain, GFP_KERNEL | __GFP_ZERO));
+	CHECK_ENOMEM(kmalloc(64, GFP_KERNEL));
+	CHECK_ENOMEM(kzalloc(64, GFP_KERNEL));
+	CHECK_ENOMEM(kcalloc(4, 16, GFP_KERNEL));
+	errno = 0;
+	CHECK_EQ(kmem_cache_alloc_bulk(marked, GFP_KERNEL, 16, p), 0);
+	CHECK_EQ(errno, ENOMEM);
+	CHECK_EQ(fail_num("object_injected"), 6);
+	CHECK_EQ(fail_num("slab_injected"), 0);
+	/* The filter: only the marked cache fails. */
+	CHECK_EQ(slub_sysfs_write("fail/slab_cache_filter", "1"), 0);
+	CHECK_ENOMEM(kmem_cache_alloc(marked, GFP_KERNEL));
+	q = kmem_cache_alloc(plain, GFP_KERNEL);
+	CHECK(q != NULL);
+	kmem_cache_free(plain, q);
+	CHECK_EQ(slub_sysfs_write("fail/slab_cache_filter", "0"), 0);
+	/* Half, from a fixed seed: about half of 400 calls fail. */
+	CHECK_EQ(slub_sysfs_write("fail/seed", "11"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object", "50"), 0);
+	for (int i = 0; i < 400; i++) {
+		errno = 0;
+		q = kmem_cache_alloc(plain, GFP_KERNEL);
+		if (!q)
+			failed += errno == ENOMEM;
+		kmem_cache_free(plain, q);
+	}
+	CHECK(failed > 120 && failed < 280);
+	CHECK_EQ(slub_sysfs_write("fail/object", "0"), 0);
+	CHECK_EQ(kmem_cache_alloc_bulk(marked, GFP_KERNEL, 16, p), 16);
+	kmem_cache_free_bulk(marked, 16, p);
+	CHECK_EQ(slub_sysfs_write("fail/seed", "0"), 0);
 	kmem_cache_destroy(marked);
 	kmem_cache_destroy(plain);
 }
@@ -505,7 +572,7 @@ static void check_recovered(long long pages_before, bool full_churn)
 
 static void test_churn_under_faults(void)
 {
-	long long before, page_inj, slab_inj;
+	long long before, page_inj, slab_inj, obj_inj;
 	struct churn_totals t;
 
 	create_churn_caches();
@@ -513,16 +580,20 @@ static void test_churn_under_faults(void)
 	CHECK_EQ(slub_sysfs_write("fail/page_injected", "0"), 0);
 	CHECK_EQ(slub_sysfs_write("fail/slab_injected", "0"), 0);
 	CHECK_EQ(slub_sysfs_write("fail/seed", "20250101"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object_injected", "0"), 0);
 	set_faults("10", "20");
+	CHECK_EQ(slub_sysfs_write("fail/object", "2"), 0);
 	t = churn(1500);
+	CHECK_EQ(slub_sysfs_write("fail/object", "0"), 0);
 	set_faults("0", "0");
 	page_inj = fail_num("page_injected");
 	slab_inj = fail_num("slab_injected");
-	fprintf(stderr, "%d threads, %lu operations, %lu failed (%lld page and "
-		"%lld slab failures injected), %lu corrupted\n",
+	obj_inj = fail_num("object_injected");
+	fprintf(stderr, "%d threads, %lu operations, %lu failed (%lld page, "
+		"%lld slab and %lld object failures injected), %lu corrupted\n",
 		CHURN_THREADS_PER_CPU * nr_cpus_allowed(), t.ops, t.failures,
-		page_inj, slab_inj, t.corrupt);
-	CHECK(page_inj > 0 && slab_inj > 0);
+		page_inj, slab_inj, obj_inj, t.corrupt);
+	CHECK(page_inj > 0 && slab_inj > 0 && obj_inj > 0);
 	CHECK(t.failures > 0);
 	CHECK_EQ(t.bad_errno, 0);
 	CHECK_EQ(t.corrupt, 0);
@@ -562,6 +633,7 @@ int main(int argc, char **argv)
 	TEST(test_page_failures);
 	TEST(test_slab_failures);
 	TEST(test_failslab_filter);
+	TEST(test_object_failures);
 	TEST(test_churn_under_faults);
 	return test_done();
 }

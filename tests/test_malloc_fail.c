@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The drop-in malloc under injected failures (fail/page, fail/slab): each
+ * The drop-in malloc under injected failures (fail/page, fail/slab,
+ * fail/object): each
  * call fails as glibc's does when memory runs out (NULL or ENOMEM, the old
  * block kept by realloc), and everything works again when the failures
  * stop, with the whole-allocator check clean. Linked with
@@ -67,6 +68,52 @@ static void test_slab_failures(void)
 	free(p);
 }
 
+/*
+ * fail/object: every small allocation fails on entry, even with objects
+ * in the CPU sheaf (malloc's fast path is off meanwhile), while free and
+ * a realloc that stays in place still work; at 50% about half fail, and
+ * with the probability back at 0 all succeed.
+ */
+static void test_object_failures(void)
+{
+	char *keep = malloc(opaque_size(40)), *p;
+	void *q = NULL;
+	int failed = 0;
+
+	free(malloc(opaque_size(40)));		/* an object in the sheaf */
+	memset(keep, 0x5a, 40);
+	CHECK_EQ(slub_sysfs_write("fail/object", "100"), 0);
+	errno = 0;
+	CHECK(malloc(opaque_size(40)) == NULL && errno == ENOMEM);
+	errno = 0;
+	CHECK(calloc(4, opaque_size(10)) == NULL && errno == ENOMEM);
+	errno = 0;
+	CHECK(realloc(NULL, opaque_size(200)) == NULL && errno == ENOMEM);
+	errno = 0;
+	CHECK(realloc(keep, opaque_size(700)) == NULL && errno == ENOMEM);
+	CHECK(keep[39] == 0x5a);
+	CHECK((p = realloc(keep, opaque_size(44))) == keep);	/* in place */
+	CHECK_EQ(posix_memalign(&q, 64, opaque_size(100)), ENOMEM);
+	CHECK((q = malloc(opaque_size(BIG))) != NULL);	/* pages: not an object */
+	free(q);
+	CHECK_EQ(slub_sysfs_write("fail/seed", "5"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object", "50"), 0);
+	for (int i = 0; i < 1000; i++) {
+		errno = 0;
+		q = malloc(opaque_size((size_t)i % 900 + 8));
+		if (!q)
+			failed += errno == ENOMEM;
+		free(q);
+	}
+	CHECK(failed > 350 && failed < 650);
+	CHECK_EQ(slub_sysfs_write("fail/object", "0"), 0);
+	for (int i = 0; i < 1000; i++) {
+		CHECK((q = malloc(opaque_size((size_t)i % 900 + 8))) != NULL);
+		free(q);
+	}
+	free(p);
+}
+
 static void test_recovered(void)
 {
 	static char report[REPORT_SIZE];
@@ -83,6 +130,7 @@ int main(void)
 {
 	TEST(test_page_failures);
 	TEST(test_slab_failures);
+	TEST(test_object_failures);
 	TEST(test_recovered);
 	return test_done();
 }

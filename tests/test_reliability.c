@@ -87,7 +87,7 @@ static unsigned long nr_admin_checks, nr_corrupt, nr_failed, nr_lost;
 static unsigned long nr_bad_errno;
 
 /* SLUB_FAIL's probabilities, off but for the run itself. */
-static char fail_page[32] = "0", fail_slab[32] = "0";
+static char fail_page[32] = "0", fail_slab[32] = "0", fail_object[32] = "0";
 static bool faults;
 static unsigned long max_live;
 
@@ -709,24 +709,28 @@ static void test_stress(void)
 	CHECK_EQ(slub_sysfs_write("cpu/rseq_restarts", "0"), 0);
 	CHECK_EQ(slub_sysfs_write("fail/page_injected", "0"), 0);
 	CHECK_EQ(slub_sysfs_write("fail/slab_injected", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object_injected", "0"), 0);
 	CHECK_EQ(slub_sysfs_write("fail/page", fail_page), 0);
 	CHECK_EQ(slub_sysfs_write("fail/slab", fail_slab), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object", fail_object), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t_start);
 	run(seconds, target);
 	CHECK_EQ(slub_sysfs_write("fail/page", "0"), 0);
 	CHECK_EQ(slub_sysfs_write("fail/slab", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object", "0"), 0);
 	restarts = sysfs_num("cpu/rseq_restarts");
 	check_end(before);
 	fprintf(stderr, "%.1f s, %s: %lu operations, %lu threads (%d at a time, "
 		"%lu live at most), %lu migrations, %lu signals (%lu handled), "
 		"%lld rseq restarts, %lu forks (%lu bad), %lu idle checks, %lu "
-		"running checks; %lu failed (%lld page and %lld slab failures "
-		"injected), %lu corrupted, %lu lost\n",
+		"running checks; %lu failed (%lld page, %lld slab and %lld object "
+		"failures injected), %lu corrupted, %lu lost\n",
 		elapsed(), rseq ? "rseq" : "fallback", nr_ops, nr_threads,
 		target, max_live, nr_migrations, nr_signals_sent, nr_signals,
 		restarts, nr_forks, nr_fork_bad, nr_validations, nr_admin_checks,
 		nr_failed, sysfs_num("fail/page_injected"),
-		sysfs_num("fail/slab_injected"), nr_corrupt, nr_lost);
+		sysfs_num("fail/slab_injected"), sysfs_num("fail/object_injected"),
+		nr_corrupt, nr_lost);
 	CHECK_EQ(nr_corrupt, 0);
 	CHECK_EQ(nr_lost, 0);
 	CHECK_EQ(nr_bad_errno, 0);
@@ -831,9 +835,12 @@ static void faults_off(void)
 {
 	slub_sysfs_read("fail/page", fail_page, sizeof(fail_page));
 	slub_sysfs_read("fail/slab", fail_slab, sizeof(fail_slab));
-	faults = strcmp(fail_page, "0\n") || strcmp(fail_slab, "0\n");
+	slub_sysfs_read("fail/object", fail_object, sizeof(fail_object));
+	faults = strcmp(fail_page, "0\n") || strcmp(fail_slab, "0\n") ||
+		 strcmp(fail_object, "0\n");
 	CHECK_EQ(slub_sysfs_write("fail/page", "0"), 0);
 	CHECK_EQ(slub_sysfs_write("fail/slab", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object", "0"), 0);
 }
 
 int main(void)
