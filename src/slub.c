@@ -97,8 +97,7 @@ void remove_partial(struct kmem_cache_node *n, struct slab *slab)
 	WRITE_ONCE(n->nr_partial, n->nr_partial - 1);
 }
 
-/* ---- Slabs from and to the page allocator ------------------------------------- */
-
+/* fail/object's decision for one allocation of s (slab_alloc_node()). */
 bool slab_should_fail(struct kmem_cache *s)
 {
 	if (!should_failslab(FAIL_OBJECT, s->flags))
@@ -106,6 +105,8 @@ bool slab_should_fail(struct kmem_cache *s)
 	errno = ENOMEM;
 	return true;
 }
+
+/* ---- Slabs from and to the page allocator ------------------------------------- */
 
 /*
  * A new slab. Its first `take` objects (at most all of them) are the
