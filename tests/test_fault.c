@@ -3,9 +3,9 @@
  * Fault injection (src/fail.c): SLUB_FAIL and the fail/ files; with
  * failures forced, every call that allocates returns NULL with errno
  * ENOMEM and leaves nothing behind; threads churning under random page,
- * slab and object failures lose and corrupt nothing, and once the failures stop
- * the allocator is whole (the check is clean, every object and page is
- * back) and allocates as before. Run as "test_fault oom" with a small
+ * slab and object failures lose and corrupt nothing, and once the
+ * failures stop the allocator is whole (the check is clean, every object
+ * and page is back) and allocates as before. Run as "test_fault oom" with a small
  * SLUB_ARENA_SIZE, the same churn runs the arena out for real, with the
  * same results.
  */
@@ -273,6 +273,18 @@ static void test_object_failures(void)
 		kmem_cache_free(plain, q);
 	}
 	CHECK(failed > 120 && failed < 280);
+	/*
+	 * One decision per bulk call: about half of 40 calls of 16 succeed,
+	 * where a decision per object would let almost none through (2^-16).
+	 */
+	failed = 0;
+	for (int i = 0; i < 40; i++) {
+		if (kmem_cache_alloc_bulk(plain, GFP_KERNEL, 16, p) == 16)
+			kmem_cache_free_bulk(plain, 16, p);
+		else
+			failed++;
+	}
+	CHECK(failed > 8 && failed < 32);
 	CHECK_EQ(slub_sysfs_write("fail/object", "0"), 0);
 	CHECK_EQ(kmem_cache_alloc_bulk(marked, GFP_KERNEL, 16, p), 16);
 	kmem_cache_free_bulk(marked, 16, p);

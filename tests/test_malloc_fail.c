@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * The drop-in malloc under injected failures (fail/page, fail/slab,
- * fail/object): each
- * call fails as glibc's does when memory runs out (NULL or ENOMEM, the old
- * block kept by realloc), and everything works again when the failures
- * stop, with the whole-allocator check clean. Linked with
- * libslub-malloc.a and built with -fno-builtin, as test_malloc_api.
+ * fail/object): each call fails as glibc's does when memory runs out
+ * (NULL or ENOMEM, the old block kept by realloc), and everything works
+ * again when the failures stop, with the whole-allocator check clean.
+ * Linked with libslub-malloc.a and built with -fno-builtin, as
+ * test_malloc_api.
  */
 #include <errno.h>
 #include <malloc.h>
