@@ -11,6 +11,12 @@
  * (fail/slab_cache_filter), slab and object failures hit only the caches
  * marked SLAB_FAILSLAB, as the kernel's failslab cache-filter.
  *
+ * Each site also has the rest of the kernel's fault_attr: an interval
+ * (only every interval-th call may fail), times (failures left, -1 for no
+ * limit) and space (bytes let through before any call may fail), and
+ * fail/verbose prints each failure (1) and its call trace (2). With
+ * probability 100, interval N and times 1, exactly the N-th call fails.
+ *
  * The page and slab hooks sit where memory can really run out, outside
  * the fast paths; while no probability is set they cost one test of a
  * global flag. The object hook is that same test on kmem_cache_alloc's
@@ -24,6 +30,7 @@
 
 #include <slub.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "compiler.h"
 
@@ -44,27 +51,33 @@ extern int slub_fail_on;
  */
 extern bool fail_slab_cache_filter;
 
-bool __should_fail(enum fail_site site);
+/* size: the bytes the call asks for, which a site's space counts down. */
+bool __should_fail(enum fail_site site, size_t size);
 
-static __always_inline bool should_fail(enum fail_site site)
+static __always_inline bool should_fail(enum fail_site site, size_t size)
 {
-	return unlikely(READ_ONCE(slub_fail_on)) && __should_fail(site);
+	return unlikely(READ_ONCE(slub_fail_on)) && __should_fail(site, size);
 }
 
 /* At site (FAIL_SLAB or FAIL_OBJECT) of a cache whose flags are cache_flags. */
 static __always_inline bool should_failslab(enum fail_site site,
-					    unsigned int cache_flags)
+					    unsigned int cache_flags, size_t size)
 {
 	return unlikely(READ_ONCE(slub_fail_on)) &&
 	       (!READ_ONCE(fail_slab_cache_filter) || (cache_flags & SLAB_FAILSLAB)) &&
-	       __should_fail(site);
+	       __should_fail(site, size);
 }
 
-/* Whether object failures have a probability: the drop-in's fast path is off. */
+/*
+ * Whether object failures may still happen (a probability, and times not
+ * run out): while they may, the drop-in's fast path is off.
+ */
 bool fail_object_on(void);
 
 /*
- * Called after fail/object changes (the slab layer's sheaf_fast_update):
+ * Called after fail_object_on() may have changed (fail/object or
+ * fail/object_times written, or the last of object_times injected; the
+ * slab layer's sheaf_fast_update, which takes no lock):
  * a pointer, so that this file needs nothing of the layers above it.
  */
 extern void (*fail_object_notify)(void);

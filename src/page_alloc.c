@@ -655,7 +655,7 @@ void *__get_free_pages(gfp_t gfp, unsigned int order)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (should_fail(FAIL_PAGE)) {
+	if (should_fail(FAIL_PAGE, PAGE_SIZE << order)) {
 		pa_stat(ALLOC_FAIL);
 		errno = ENOMEM;
 		return NULL;

@@ -100,7 +100,7 @@ void remove_partial(struct kmem_cache_node *n, struct slab *slab)
 /* fail/object's decision for one allocation of s (slab_alloc_node()). */
 bool slab_should_fail(struct kmem_cache *s)
 {
-	if (!should_failslab(FAIL_OBJECT, s->flags))
+	if (!should_failslab(FAIL_OBJECT, s->flags, s->object_size))
 		return false;
 	errno = ENOMEM;
 	return true;
@@ -122,7 +122,7 @@ struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp, unsigned int take)
 	char *first, *p;
 	void *addr;
 
-	if (should_failslab(FAIL_SLAB, s->flags))
+	if (should_failslab(FAIL_SLAB, s->flags, PAGE_SIZE << order))
 		return NULL;
 	addr = __get_free_pages((gfp & ~__GFP_ZERO) | __GFP_NOWARN, order);
 	if (unlikely(!addr) && order != oo_order(s->min)) {

@@ -156,6 +156,11 @@ void stack_warmup(void)
 	__atomic_store_n(&warmed_up, 1, __ATOMIC_RELEASE);
 }
 
+bool stack_warmed_up(void)
+{
+	return __atomic_load_n(&warmed_up, __ATOMIC_ACQUIRE);
+}
+
 void sprint_symbol(char *buf, size_t size, unsigned long addr)
 {
 	const ElfW(Sym) *sym = NULL;

@@ -15,6 +15,7 @@
 #ifndef SLUB_STACKDEPOT_H
 #define SLUB_STACKDEPOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Frames kept per stack, as the kernel's TRACK_ADDRS_COUNT. */
@@ -41,6 +42,8 @@ unsigned int stack_depot_fetch(const struct depot_stack *stack,
  * with malloc) while no allocator lock is held. Cheap after the first.
  */
 void stack_warmup(void);
+/* Whether it has been: backtrace() then allocates nothing. */
+bool stack_warmed_up(void);
 
 /*
  * The caller of the allocator entry point this thread is in (kmalloc,

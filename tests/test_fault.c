@@ -96,6 +96,11 @@ static int probe_main(void)
 	printf("page %lld slab %lld object %lld seed %lld filter %lld\n",
 	       fail_num("page"), fail_num("slab"), fail_num("object"),
 	       fail_num("seed"), fail_num("slab_cache_filter"));
+	printf("interval %lld times %lld space %lld verbose %lld page_times %lld "
+	       "slab_interval %lld\n", fail_num("object_interval"),
+	       fail_num("object_times"), fail_num("object_space"),
+	       fail_num("verbose"), fail_num("page_times"),
+	       fail_num("slab_interval"));
 	return 0;
 }
 
@@ -104,7 +109,9 @@ static void test_env(void)
 	static const char *const bad[] = {
 		"page=101", "page=5,bogus=1", "page=5,slab", "slab=-1", "page=",
 		"seed=x", "page=5;slab=5", "=5", "cache_filter=2", "slab=5,cache_filter",
-		"object=101", "object=", "objects=5",
+		"object=101", "object=", "objects=5", "object_times=-2",
+		"object_interval=0", "verbose=3", "object_space=-1", "slab_times=x",
+		"times=3", "object_interval", "page_space=9223372036854775808",
 	};
 	char out[1024];
 
@@ -114,6 +121,13 @@ static void test_env(void)
 	CHECK(strstr(out, "page 0 slab 100 object 0 seed 12345678901 filter 0\n") != NULL);
 	probe("slab=20,cache_filter=1,object=4", out, sizeof(out));
 	CHECK(strstr(out, "page 0 slab 20 object 4 seed 0 filter 1\n") != NULL);
+	probe("object=100,object_interval=5,object_times=2,object_space=4096,"
+	      "verbose=1,page_times=0,slab_interval=3", out, sizeof(out));
+	CHECK(strstr(out, "page 0 slab 0 object 100 seed 0 filter 0\ninterval 5 "
+			  "times 2 space 4096 verbose 1 page_times 0 slab_interval 3\n"));
+	probe("object_times=-1", out, sizeof(out));
+	CHECK(strstr(out, "interval 1 times -1 space 0 verbose 0 page_times -1 "
+			  "slab_interval 1\n"));
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		probe(bad[i], out, sizeof(out));
 		CHECK(strstr(out, "libslub: ignoring SLUB_FAIL=") != NULL);
@@ -130,7 +144,20 @@ static void test_files(void)
 
 	CHECK(slub_sysfs_read("fail", buf, sizeof(buf)) > 0);
 	CHECK(strstr(buf, "page\nslab\nobject\nseed\npage_injected\nslab_injected\n"
-			  "object_injected\nslab_cache_filter\n"));
+			  "object_injected\nslab_cache_filter\nverbose\npage_interval\n"
+			  "slab_interval\nobject_interval\npage_times\nslab_times\n"
+			  "object_times\npage_space\nslab_space\nobject_space\n"));
+	CHECK_EQ(fail_num("object_times"), -1);
+	CHECK_EQ(fail_num("object_interval"), 1);
+	CHECK_EQ(slub_sysfs_write("fail/object_times", "-2"), -EINVAL);
+	CHECK_EQ(slub_sysfs_write("fail/object_times", "x"), -EINVAL);
+	CHECK_EQ(slub_sysfs_write("fail/slab_interval", "0"), -EINVAL);
+	CHECK_EQ(slub_sysfs_write("fail/page_space", "-1"), -EINVAL);
+	CHECK_EQ(slub_sysfs_write("fail/verbose", "3"), -EINVAL);
+	CHECK_EQ(slub_sysfs_write("fail/slab_times", "7\n"), 0);
+	CHECK_EQ(fail_num("slab_times"), 7);
+	CHECK_EQ(slub_sysfs_write("fail/slab_times", "-1\n"), 0);
+	CHECK_EQ(fail_num("slab_times"), -1);
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		CHECK_EQ(slub_sysfs_write("fail/page", bad[i]), -EINVAL);
 		CHECK_EQ(slub_sysfs_write("fail/slab", bad[i]), -EINVAL);
@@ -291,6 +318,197 @@ static void test_object_failures(void)
 	CHECK_EQ(slub_sysfs_write("fail/seed", "0"), 0);
 	kmem_cache_destroy(marked);
 	kmem_cache_destroy(plain);
+}
+
+/* Strings equal; what came instead is shown. */
+#define CHECK_STR(got, want)						\
+	do {								\
+		if (strcmp((got), (want)))				\
+			fprintf(stderr, "got \"%s\"\n", (got));		\
+		CHECK(!strcmp((got), (want)));				\
+	} while (0)
+
+/* n allocations of s, one character each: '.' made, 'x' NULL with ENOMEM. */
+static void alloc_pattern(struct kmem_cache *s, int n, char *out)
+{
+	for (int i = 0; i < n; i++) {
+		void *p;
+
+		errno = 0;
+		p = kmem_cache_alloc(s, GFP_KERNEL);
+		out[i] = p ? '.' : errno == ENOMEM ? 'x' : '?';
+		kmem_cache_free(s, p);
+	}
+	out[n] = '\0';
+}
+
+static void fail_reset(void)
+{
+	static const char *const files[] = {
+		"object", "slab", "page", "verbose", "object_interval", "object_times",
+		"object_space", "slab_interval", "slab_times", "slab_space",
+		"page_interval", "page_times", "page_space",
+	};
+	static const char *const value[] = {
+		"0", "0", "0", "0", "1", "-1", "0", "1", "-1", "0", "1", "-1", "0",
+	};
+	char path[64];
+
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		snprintf(path, sizeof(path), "fail/%s", files[i]);
+		CHECK_EQ(slub_sysfs_write(path, value[i]), 0);
+	}
+}
+
+/* fail/object's interval (counted from here), times and space. */
+static void arm_object(const char *interval, const char *times, const char *space)
+{
+	CHECK_EQ(slub_sysfs_write("fail/object_times", times), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object_space", space), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object_interval", interval), 0);
+}
+
+/*
+ * The rest of the kernel's fault_attr: interval N fails every N-th call
+ * (counted from the write), times caps the failures (with times 1, the
+ * N-th call alone: how a test fails each allocation of a program in
+ * turn), space lets that many bytes through first, counted in each site's
+ * own unit: the object's size, the slab's or the block's bytes.
+ */
+static void test_interval_times_space(void)
+{
+	struct kmem_cache *s = kmem_cache_create("t-fault-nth", 64, 0, 0, NULL);
+	struct kmem_cache *fresh = kmem_cache_create("t-fault-nth-slab", 300, 0, 0, NULL);
+	void *a, *b, *c;
+	char got[64];
+
+	CHECK(s && fresh);
+	CHECK_EQ(slub_sysfs_write("fail/object_injected", "0"), 0);
+	arm_object("7", "2", "0");
+	CHECK_EQ(slub_sysfs_write("fail/object", "100"), 0);
+	alloc_pattern(s, 30, got);
+	CHECK_STR(got, "......x......x................");
+	CHECK_EQ(fail_num("object_times"), 0);
+	CHECK_EQ(fail_num("object_injected"), 2);
+	arm_object("5", "1", "0");
+	alloc_pattern(s, 12, got);
+	CHECK_STR(got, "....x.......");
+	arm_object("4", "-1", "0");
+	alloc_pattern(s, 10, got);
+	CHECK_STR(got, "...x...x..");
+	/* Ten objects of 64 bytes go through, then 3 fail: space 1 is left. */
+	arm_object("1", "3", "641");
+	alloc_pattern(s, 15, got);
+	CHECK_STR(got, "..........xxx..");
+	CHECK_EQ(fail_num("object_space"), 1);
+	fail_reset();
+	/* Pages: space in bytes, an order-1 block counts 8 KiB. */
+	CHECK_EQ(slub_sysfs_write("fail/page_space", "12289"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/page", "100"), 0);
+	CHECK((a = __get_free_pages(GFP_KERNEL, 0)) != NULL);
+	CHECK((b = __get_free_pages(GFP_KERNEL, 1)) != NULL);
+	CHECK_ENOMEM(__get_free_pages(GFP_KERNEL, 0));
+	CHECK_EQ(fail_num("page_space"), 1);
+	fail_reset();
+	free_pages(a, 0);
+	free_pages(b, 1);
+	/* New slabs: the first fails, the next is made. */
+	CHECK_EQ(slub_sysfs_write("fail/slab_times", "1"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/slab", "100"), 0);
+	CHECK_ENOMEM(kmem_cache_alloc(fresh, GFP_KERNEL));
+	CHECK((c = kmem_cache_alloc(fresh, GFP_KERNEL)) != NULL);
+	kmem_cache_free(fresh, c);
+	CHECK_EQ(fail_num("slab_times"), 0);
+	fail_reset();
+	kmem_cache_destroy(s);
+	kmem_cache_destroy(fresh);
+}
+
+struct times_race {
+	struct kmem_cache *s;
+	pthread_barrier_t *start;
+	int failed;
+};
+
+static void *times_racer(void *arg)
+{
+	struct times_race *r = arg;
+
+	pthread_barrier_wait(r->start);
+	for (int i = 0; i < 2000; i++) {
+		void *p = kmem_cache_alloc(r->s, GFP_KERNEL);
+
+		r->failed += !p;
+		kmem_cache_free(r->s, p);
+	}
+	return NULL;
+}
+
+/* times is a cap however many threads race for the last failures. */
+static void test_times_race(void)
+{
+	struct kmem_cache *s = kmem_cache_create("t-fault-race", 48, 0, 0, NULL);
+	struct times_race r[8];
+	pthread_t tid[8];
+	pthread_barrier_t start;
+	int failed = 0;
+
+	CHECK(s);
+	pthread_barrier_init(&start, NULL, 8);
+	CHECK_EQ(slub_sysfs_write("fail/object_times", "5"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object_injected", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object", "100"), 0);
+	for (int i = 0; i < 8; i++) {
+		r[i] = (struct times_race){ .s = s, .start = &start };
+		CHECK_EQ(pthread_create(&tid[i], NULL, times_racer, &r[i]), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(tid[i], NULL);
+		failed += r[i].failed;
+	}
+	CHECK_EQ(failed, 5);
+	CHECK_EQ(fail_num("object_injected"), 5);
+	fail_reset();
+	pthread_barrier_destroy(&start);
+	kmem_cache_destroy(s);
+}
+
+static void fail_one(void *arg)
+{
+	CHECK(kmem_cache_alloc(arg, GFP_KERNEL) == NULL);
+}
+
+/* fail/verbose: the kernel's FAULT_INJECTION line, then its call trace. */
+static void test_verbose(void)
+{
+	static const char trace_head[] = "FAULT_INJECTION: forcing a failure.\n"
+		"name fail/object, interval 1, probability 100, space 0, times 1\n"
+		"CPU: ";
+	struct kmem_cache *s = kmem_cache_create("t-fault-verbose", 32, 0, 0, NULL);
+	char out[8192], *trace;
+	int frames = 0;
+
+	CHECK(s);
+	CHECK_EQ(slub_sysfs_write("fail/object_times", "3"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object", "100"), 0);
+	capture_stderr(fail_one, s, out, sizeof(out));
+	CHECK_STR(out, "");
+	CHECK_EQ(slub_sysfs_write("fail/verbose", "1"), 0);
+	capture_stderr(fail_one, s, out, sizeof(out));
+	CHECK_STR(out, "FAULT_INJECTION: forcing a failure.\nname fail/object, "
+		       "interval 1, probability 100, space 0, times 2\n");
+	CHECK_EQ(slub_sysfs_write("fail/verbose", "2"), 0);
+	capture_stderr(fail_one, s, out, sizeof(out));
+	CHECK(!strncmp(out, trace_head, strlen(trace_head)));
+	trace = strstr(out, "Call Trace:\n");
+	CHECK(trace != NULL);
+	/* Frames: the library's, this test's, libc's start (no names: static). */
+	for (trace = trace ? strchr(trace, '\n') : NULL; trace && *++trace == ' ';
+	     trace = strchr(trace, '\n'))
+		frames++;
+	CHECK(frames >= 3);
+	fail_reset();
+	kmem_cache_destroy(s);
 }
 
 /* ---- Every caller sees NULL with ENOMEM ---------------------------------------------- */
@@ -646,6 +864,9 @@ int main(int argc, char **argv)
 	TEST(test_slab_failures);
 	TEST(test_failslab_filter);
 	TEST(test_object_failures);
+	TEST(test_interval_times_space);
+	TEST(test_times_race);
+	TEST(test_verbose);
 	TEST(test_churn_under_faults);
 	return test_done();
 }

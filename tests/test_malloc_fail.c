@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "helpers.h"
+#include "slub_internal.h"
 #include "test.h"
 #include "validate_helpers.h"
 
@@ -114,6 +115,42 @@ static void test_object_failures(void)
 	free(p);
 }
 
+/*
+ * fail/object_times: that many mallocs fail, then the fast path (off
+ * while object failures may happen) is back on its own; interval N with
+ * times 1 fails the N-th malloc alone. (Fallback mode has no fast path.)
+ */
+static void test_object_times(void)
+{
+	size_t fast = __atomic_load_n(&sheaf_fast_limit.alloc, __ATOMIC_ACQUIRE);
+	char got[16];
+	void *q;
+
+	CHECK(fast != 0 || getenv("SLUB_RSEQ"));
+	CHECK_EQ(slub_sysfs_write("fail/object_times", "3"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object", "100"), 0);
+	CHECK_EQ(__atomic_load_n(&sheaf_fast_limit.alloc, __ATOMIC_ACQUIRE), 0);
+	for (int i = 0; i < 3; i++) {
+		errno = 0;
+		CHECK(malloc(opaque_size(24)) == NULL && errno == ENOMEM);
+	}
+	CHECK_EQ(__atomic_load_n(&sheaf_fast_limit.alloc, __ATOMIC_ACQUIRE), fast);
+	CHECK((q = malloc(opaque_size(24))) != NULL);
+	free(q);
+	CHECK_EQ(slub_sysfs_write("fail/object_interval", "6"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object_times", "1"), 0);
+	for (int i = 0; i < 12; i++) {
+		q = malloc(opaque_size((size_t)i * 50 + 1));
+		got[i] = q ? '.' : 'x';
+		free(q);
+	}
+	got[12] = '\0';
+	CHECK(!strcmp(got, ".....x......"));
+	CHECK_EQ(slub_sysfs_write("fail/object", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object_times", "-1"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object_interval", "1"), 0);
+}
+
 static void test_recovered(void)
 {
 	static char report[REPORT_SIZE];
@@ -131,6 +168,7 @@ int main(void)
 	TEST(test_page_failures);
 	TEST(test_slab_failures);
 	TEST(test_object_failures);
+	TEST(test_object_times);
 	TEST(test_recovered);
 	return test_done();
 }

@@ -111,9 +111,13 @@ static int quit(struct child *c)
 static int ctl_connect(const char *path)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	size_t len = strlen(path);
+	int fd;
 
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+	if (len >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(addr.sun_path, path, len + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
 		close(fd);
 		return -errno;
