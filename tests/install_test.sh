@@ -11,6 +11,14 @@ cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 # The slabinfo command, in bin/ and runnable from there.
 "$tmp/prefix/bin/slabinfo" -h | grep -q -- '--pid PID'
 echo "slabinfo installed: ok"
+# fail-sweep beside it, executable; no command is a usage error (2).
+[ -x "$tmp/prefix/bin/fail-sweep" ]
+set +e
+"$tmp/prefix/bin/fail-sweep" 2>"$tmp/usage"
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q '^usage: fail-sweep' "$tmp/usage"
+echo "fail-sweep installed: ok"
 cat > "$tmp/demo.c" <<'C'
 #include <slub.h>
 #include <string.h>

@@ -11,6 +11,10 @@
  *                          count_nodes() then writes to; found when the
  *                          program validates kmalloc-64 through
  *                          libslub's slub_sysfs_write(), if it is there
+ *   malloc_buggy unchecked copy_name() writes to what malloc returned
+ *                          without looking for NULL: tools/fail-sweep's
+ *                          run that fails that malloc crashes there
+ *   malloc_buggy checked   the same program with every result checked
  *
  * Each goes on after the bug and prints what it computed: a program
  * under slub_debug keeps running. The functions are not static and the
@@ -69,6 +73,44 @@ __attribute__((noinline)) long count_nodes(struct node *n)
 	return n->value;
 }
 
+__attribute__((noinline)) char *copy_name(const char *s)
+{
+	char *p = malloc(hide(strlen(s) + 1));
+
+	strcpy(p, s);			/* the bug: p may be NULL */
+	return p;
+}
+
+__attribute__((noinline)) char *copy_name_checked(const char *s)
+{
+	char *p = malloc(hide(strlen(s) + 1));
+
+	return p ? strcpy(p, s) : NULL;
+}
+
+/* A few blocks, each checked, then a name copied by copy(); 1: no memory. */
+static int names(char *(*copy)(const char *))
+{
+	char *block[6], *name;
+	int i, ret = 0;
+
+	for (i = 0; i < 6; i++) {
+		block[i] = malloc(hide(40 + (size_t)i * 100));
+		if (!block[i])
+			break;
+		memset(block[i], i, 40);
+	}
+	name = i == 6 ? copy("libslub") : NULL;
+	if (name)
+		puts(name);
+	else
+		ret = 1;
+	free(name);
+	while (i--)
+		free(block[i]);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "overrun";
@@ -98,8 +140,12 @@ int main(int argc, char **argv)
 		*(void **)&sysfs_write = dlsym(RTLD_DEFAULT, "slub_sysfs_write");
 		if (sysfs_write)
 			sysfs_write("slab/kmalloc-64/validate", "1");
+	} else if (!strcmp(what, "unchecked")) {
+		return names(copy_name);
+	} else if (!strcmp(what, "checked")) {
+		return names(copy_name_checked);
 	} else {
-		fprintf(stderr, "usage: malloc_buggy overrun|double|uaf\n");
+		fprintf(stderr, "usage: malloc_buggy overrun|double|uaf|unchecked|checked\n");
 		return 2;
 	}
 	return 0;
