@@ -29,8 +29,9 @@ rc=$?
 check "unchecked: exit 1" '[ $rc -eq 1 ]'
 check "unchecked: one run died, of SIGSEGV" \
 	'[ "$(grep -c "^N=[0-9]*: SIG" "$out")" -eq 1 ] && grep -q "^N=[0-9]*: SIGSEGV$" "$out"'
-check "unchecked: the trace names copy_name" \
-	'sed -n "/^N=/,/^fail-sweep/p" "$out" | grep -q "^     copy_name+0x"'
+check "unchecked: the trace, under the process, names copy_name" \
+	'grep -A1 "^N=" "$out" | grep -q "^    in malloc_buggy (pid [0-9]*):$" &&
+	 grep -A2 "^N=" "$out" | grep -q "^     copy_name+0x"'
 check "unchecked: the sweep went past the last allocation" \
 	'grep -q "injected no failure" "$out" && grep -q "1 died of a signal" "$out"'
 
