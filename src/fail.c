@@ -72,7 +72,7 @@ static bool take_time(struct fail_attr *a, long *times)
 		if (left == 0)
 			return false;
 	} while (!__atomic_compare_exchange_n(&a->times, &left, left - 1, false,
-					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+					      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
 	return true;
 }
 
@@ -144,10 +144,11 @@ void fail_resume(void)
 
 void (*fail_object_notify)(void);
 
+/* Sequentially consistent, as what changes it: sheaf_fast_update(). */
 bool fail_object_on(void)
 {
-	return READ_ONCE(fail_attrs[FAIL_OBJECT].percent) != 0 &&
-	       __atomic_load_n(&fail_attrs[FAIL_OBJECT].times, __ATOMIC_RELAXED) != 0;
+	return __atomic_load_n(&fail_attrs[FAIL_OBJECT].percent, __ATOMIC_SEQ_CST) &&
+	       __atomic_load_n(&fail_attrs[FAIL_OBJECT].times, __ATOMIC_SEQ_CST);
 }
 
 static void fail_changed(enum fail_site site)
@@ -162,7 +163,7 @@ static void fail_set(enum fail_site site, unsigned int percent)
 {
 	bool on = false;
 
-	WRITE_ONCE(fail_attrs[site].percent, percent);
+	__atomic_store_n(&fail_attrs[site].percent, percent, __ATOMIC_SEQ_CST);
 	for (int i = 0; i < NR_FAIL_SITES; i++)
 		on |= READ_ONCE(fail_attrs[i].percent) != 0;
 	WRITE_ONCE(slub_fail_on, on);
@@ -171,7 +172,7 @@ static void fail_set(enum fail_site site, unsigned int percent)
 
 static void fail_set_times(enum fail_site site, long times)
 {
-	__atomic_store_n(&fail_attrs[site].times, times, __ATOMIC_RELAXED);
+	__atomic_store_n(&fail_attrs[site].times, times, __ATOMIC_SEQ_CST);
 	fail_changed(site);
 }
 

@@ -321,16 +321,37 @@ struct sheaf_fast_limits sheaf_fast_limit;
  * both limits 0: the size and address compares the fast paths make anyway
  * then fail, so the switch costs them nothing.
  */
-void sheaf_fast_update(void)
+static void sheaf_fast_limits_now(struct sheaf_fast_limits *l)
 {
 	bool on = __atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE) &&
 		  percpu_state.fast && !READ_ONCE(slub_stats_on);
 
-	__atomic_store_n(&sheaf_fast_limit.alloc,
-			 on && !fail_object_on() ? KMALLOC_MAX_CACHE_SIZE + 1 : 0,
-			 __ATOMIC_RELEASE);
-	__atomic_store_n(&sheaf_fast_limit.free, on ? slab_map_limit : 0,
-			 __ATOMIC_RELEASE);
+	l->alloc = on && !fail_object_on() ? KMALLOC_MAX_CACHE_SIZE + 1 : 0;
+	l->free = on ? slab_map_limit : 0;
+}
+
+/*
+ * Callers race: a write to a file, and an allocation that spent the last
+ * of fail/object_times. One may store what it worked out before the
+ * other's change, after the other's store. So each looks again after its
+ * store: if the inputs moved meanwhile, it stores again. The stores here
+ * and fail/object's times and probability are sequentially consistent,
+ * so the last to look sees every change made before the last store.
+ */
+void sheaf_fast_update(void)
+{
+	struct sheaf_fast_limits want, now;
+
+	sheaf_fast_limits_now(&want);
+	for (;;) {
+		race_window();
+		__atomic_store_n(&sheaf_fast_limit.alloc, want.alloc, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&sheaf_fast_limit.free, want.free, __ATOMIC_SEQ_CST);
+		sheaf_fast_limits_now(&now);
+		if (now.alloc == want.alloc && now.free == want.free)
+			return;
+		want = now;
+	}
 }
 
 /*

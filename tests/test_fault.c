@@ -14,7 +14,9 @@
 
 #include "helpers.h"
 #include "items.h"
+#include "fail.h"
 #include "page_alloc.h"
+#include "slub_internal.h"
 #include "test.h"
 #include "validate_helpers.h"
 
@@ -511,6 +513,62 @@ static void test_verbose(void)
 	kmem_cache_destroy(s);
 }
 
+#define NOTIFY_ROUNDS	400
+
+struct notify_race {
+	struct kmem_cache *s;
+	pthread_barrier_t go, done;
+};
+
+static void *notify_racer(void *arg)
+{
+	struct notify_race *r = arg;
+
+	for (int i = 0; i < NOTIFY_ROUNDS; i++) {
+		pthread_barrier_wait(&r->go);
+		kmem_cache_free(r->s, kmem_cache_alloc(r->s, GFP_KERNEL));
+		pthread_barrier_wait(&r->done);
+	}
+	return NULL;
+}
+
+/*
+ * The drop-in's malloc fast path is off exactly while object failures may
+ * happen, when the allocation that spends the last of object_times (and
+ * turns it back on) races with a write that arms it again: whichever
+ * comes last, the switch must agree with the files once both are done.
+ */
+static void test_times_notify_race(void)
+{
+	struct notify_race r = {
+		.s = kmem_cache_create("t-fault-notify", 40, 0, 0, NULL),
+	};
+	pthread_t tid;
+	int wrong = 0;
+
+	CHECK(r.s);
+	CHECK_EQ(slub_sysfs_write("policy/stats", "0"), 0);
+	pthread_barrier_init(&r.go, NULL, 2);
+	pthread_barrier_init(&r.done, NULL, 2);
+	CHECK_EQ(slub_sysfs_write("fail/object", "100"), 0);
+	CHECK_EQ(pthread_create(&tid, NULL, notify_racer, &r), 0);
+	for (int i = 0; i < NOTIFY_ROUNDS; i++) {
+		CHECK_EQ(slub_sysfs_write("fail/object_times", "1"), 0);
+		pthread_barrier_wait(&r.go);
+		CHECK_EQ(slub_sysfs_write("fail/object_times", "1"), 0);
+		pthread_barrier_wait(&r.done);
+		wrong += (__atomic_load_n(&sheaf_fast_limit.alloc, __ATOMIC_ACQUIRE) == 0) !=
+			 (fail_object_on() || !percpu_state.fast);
+	}
+	pthread_join(tid, NULL);
+	CHECK_EQ(wrong, 0);
+	fail_reset();
+	CHECK_EQ(slub_sysfs_write("policy/stats", "1"), 0);
+	pthread_barrier_destroy(&r.go);
+	pthread_barrier_destroy(&r.done);
+	kmem_cache_destroy(r.s);
+}
+
 /* ---- Every caller sees NULL with ENOMEM ---------------------------------------------- */
 
 static void test_page_failures(void)
@@ -866,6 +924,7 @@ int main(int argc, char **argv)
 	TEST(test_object_failures);
 	TEST(test_interval_times_space);
 	TEST(test_times_race);
+	TEST(test_times_notify_race);
 	TEST(test_verbose);
 	TEST(test_churn_under_faults);
 	return test_done();
