@@ -3,7 +3,8 @@
 # "unchecked" dies in exactly one run, whose trace names copy_name(), the
 # function that writes through malloc's NULL, and the sweep exits 1;
 # "checked" survives every run and the sweep exits 0, having failed each
-# of the program's allocations once. Bad usage exits 2.
+# of the program's allocations once. With -j 3 the report is the same.
+# Bad usage exits 2.
 #
 #   fail_sweep.sh FAIL_SWEEP LIBSLUB_MALLOC_SO MALLOC_BUGGY
 set -u
@@ -34,6 +35,12 @@ check "unchecked: the trace, under the process, names copy_name" \
 	 grep -A2 "^N=" "$out" | grep -q "^     copy_name+0x"'
 check "unchecked: the sweep went past the last allocation" \
 	'grep -q "injected no failure" "$out" && grep -q "1 died of a signal" "$out"'
+
+# Three runs at once: the same report, in the same order.
+grep -v "^     \|^    in" "$out" >"$out.j1"
+bash "$sweep" -L "$lib" -j 3 -- "$buggy" unchecked 2>&1 | grep -v "^     \|^    in" >"$out.j3"
+check "unchecked, -j 3: the same report as one at a time" 'cmp -s "$out.j1" "$out.j3"'
+rm -f "$out.j1" "$out.j3"
 
 bash "$sweep" -L "$lib" -- "$buggy" checked >"$out" 2>&1
 rc=$?
