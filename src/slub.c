@@ -814,9 +814,9 @@ bool object_start(struct kmem_cache *s, struct slab *slab, const void *obj)
 __noinline void report_invalid_pointer(struct kmem_cache *s, const void *obj,
 				       const void *caller)
 {
-	slub_pr_err("BUG %s: Invalid object pointer 0x%p\nObject %p: not the "
+	slub_pr_err("BUG %s: Invalid object pointer 0x%lx\nObject %p: not the "
 		    "start of an object of its slab; not freed\n", s->name,
-		    obj, obj);
+		    (unsigned long)obj, obj);
 	slub_pr_caller(caller);
 }
 

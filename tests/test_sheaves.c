@@ -538,7 +538,6 @@ static void check_invalid_frees(const char *name, unsigned int size)
 	CHECK(s != NULL);
 	if (!s)
 		return;
-	snprintf(want, sizeof(want), "BUG %s: Invalid object pointer", name);
 	p = kmem_cache_alloc(s, GFP_KERNEL);
 	objs_per_slab = st(name, "objs_per_slab");
 	bad[0] = p + 8;
@@ -553,6 +552,9 @@ static void check_invalid_frees(const char *name, unsigned int size)
 		}
 		b = (struct bad_free){ s, bad[i] };
 		capture_stderr(free_bad, &b, out, sizeof(out));
+		/* The kernel's line, the address once: 0x and its hex digits. */
+		snprintf(want, sizeof(want), "BUG %s: Invalid object pointer 0x%lx\n",
+			 name, (unsigned long)bad[i]);
 		CHECK(strstr(out, want) != NULL);
 		n++;
 	}
