@@ -800,11 +800,13 @@ void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
 
 /*
  * Is obj the start of an object of slab? The exact answer, from the slab
- * itself, when object_start_fast() could not say yes.
+ * itself, when object_start_fast() could not say yes. A debug cache's
+ * objects start after their left red zone (red_left_pad, 0 elsewhere).
  */
 bool object_start(struct kmem_cache *s, struct slab *slab, const void *obj)
 {
-	const char *base = page_address((struct page *)slab);
+	const char *base = (const char *)page_address((struct page *)slab) +
+			   s->red_left_pad;
 	uintptr_t off = (uintptr_t)((const char *)obj - base);
 
 	return (const char *)obj >= base && off % s->size == 0 &&

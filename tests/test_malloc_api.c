@@ -1067,6 +1067,20 @@ static void bad_frees(void)
 		CHECK(strstr(out, getenv("SLUB_DEBUG") ? "BUG kmalloc-128" :
 			      "BUG kmalloc-128: Invalid object pointer") != NULL);
 		CHECK(all_bytes(obj, 120, 0x5a));
+		/*
+		 * realloc and malloc_usable_size of it: neither copies nor
+		 * sizes the object's inside (reading past it into the next
+		 * object), the block stays where it was.
+		 */
+		a.p = obj + 16;
+		a.ret = (void *)1;
+		capture_stderr(do_realloc, &a, out, sizeof(out));
+		CHECK(a.ret == NULL);
+		CHECK(strstr(out, getenv("SLUB_DEBUG") ? "BUG kmalloc-128" :
+			      "BUG kmalloc-128: Invalid object pointer") != NULL);
+		CHECK_EQ(malloc_usable_size(hide(obj + 16)), 0);
+		CHECK_EQ(malloc_usable_size(obj), 128);
+		CHECK(all_bytes(obj, 120, 0x5a));
 		for (int i = 0; i < 64; i++) {
 			q[i] = malloc(hide_size(120));
 			CHECK(q[i] != obj + 16);
