@@ -180,9 +180,19 @@ size_t __ksize(const void *p)
 
 	if (ZERO_OR_NULL_PTR(p))
 		return 0;
+	/*
+	 * An object's start only: the kernel's callers pass nothing else, but
+	 * krealloc() and the drop-in's realloc() would copy, or zero, from an
+	 * object's inside into its neighbour.
+	 */
 	slab = virt_to_slab(p);
-	if (slab)
-		return slab->slab_cache->object_size;
+	if (slab) {
+		struct kmem_cache *s = slab->slab_cache;
+
+		if (!object_start_fast(&s->check, p) && !object_start(s, slab, p))
+			return 0;
+		return s->object_size;
+	}
 	page = large_page(p);
 	return page ? PAGE_SIZE << PAGE_STATE_ORDER(page_state(page)) : 0;
 }
@@ -237,12 +247,16 @@ void *krealloc(const void *p, size_t new_size, gfp_t gfp)
 	if (ZERO_OR_NULL_PTR(p))
 		return __kmalloc(new_size, gfp, _RET_IP_);
 	ks = __ksize(p);
+	slab = virt_to_slab(p);
 	if (!ks) {
-		kfree_bad(p, __builtin_return_address(0));
+		if (slab)
+			report_invalid_pointer(slab->slab_cache, p,
+					       __builtin_return_address(0));
+		else
+			kfree_bad(p, __builtin_return_address(0));
 		errno = EINVAL;
 		return NULL;
 	}
-	slab = virt_to_slab(p);
 	if (new_size <= ks) {
 		if (slab)
 			kmalloc_resize(p, new_size, gfp);

@@ -384,25 +384,12 @@ static __always_inline void slub_free(void *p, const void *caller)
 	slub_free_slow(p, caller);
 }
 
-/*
- * The slab p lies in when p starts none of its objects; NULL otherwise.
- * __ksize() answers for any address in a slab, as the kernel's does (its
- * callers pass only objects): realloc() and malloc_usable_size() ask this
- * first, so that an object's inside is neither copied from nor sized.
- */
-static struct slab *interior_pointer(const void *p)
-{
-	struct slab *slab = virt_to_slab(p);
-
-	return slab && !object_start(slab->slab_cache, slab, p) ? slab : NULL;
-}
-
 static size_t usable_size(const void *p)
 {
 	if (!p)
 		return 0;
 	if (in_arena(p))
-		return interior_pointer(p) ? 0 : ksize(p);
+		return ksize(p);
 	if (is_boot(p))
 		return boot_size(p);
 	return huge_lookup(p, false);
@@ -471,21 +458,16 @@ static void *slub_realloc(void *p, size_t size, const void *caller)
 		slub_free(p, caller);
 		return NULL;
 	}
-	if (in_arena(p)) {
-		struct slab *slab = interior_pointer(p);
-
-		if (slab) {
-			report_invalid_pointer(slab->slab_cache, p, caller);
-			errno = EINVAL;
-			return NULL;
-		}
-		/* Not ksize(): that would give a debug cache's kmalloc red zone up. */
-		old = __ksize(p);
-	} else {
-		old = usable_size(p);
-	}
+	/* Not ksize(): that would give a debug cache's kmalloc red zone up. */
+	old = in_arena(p) ? __ksize(p) : usable_size(p);
 	if (!old && !is_boot(p)) {
-		bad_free(p, "realloc", caller);
+		struct slab *slab = in_arena(p) ? virt_to_slab(p) : NULL;
+
+		/* Inside an object: reported as a free of it would be. */
+		if (slab)
+			report_invalid_pointer(slab->slab_cache, p, caller);
+		else
+			bad_free(p, "realloc", caller);
 		errno = EINVAL;
 		return NULL;
 	}

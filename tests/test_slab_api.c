@@ -577,6 +577,61 @@ static void test_krealloc(void)
 	CHECK(krealloc(NULL, 0, GFP_KERNEL) == ZERO_SIZE_PTR);
 }
 
+struct krealloc_arg {
+	void *p, *ret;
+	size_t size;
+};
+
+static void do_krealloc(void *arg)
+{
+	struct krealloc_arg *a = arg;
+
+	errno = 0;
+	a->ret = krealloc(a->p, a->size, GFP_KERNEL | __GFP_ZERO);
+}
+
+/*
+ * An address inside an object is no object: ksize() is 0, and krealloc()
+ * reports it and returns NULL with EINVAL. Before, a shrink with
+ * __GFP_ZERO zeroed from there to a whole object further on, into the
+ * next object; a grow copied the next object's first bytes.
+ */
+static void test_krealloc_inside(void)
+{
+	unsigned char *obj[8], *lo = NULL;
+	struct krealloc_arg k;
+	bool next_held = false;
+	char out[1024];
+
+	for (int i = 0; i < 8; i++) {
+		obj[i] = kmalloc(128, GFP_KERNEL);
+		CHECK(obj[i] != NULL);
+		if (!obj[i])
+			return;
+		memset(obj[i], 0x5a, 128);
+		if (!lo || obj[i] < lo)
+			lo = obj[i];
+	}
+	/* The object after the lowest is one of ours: what a write would hit. */
+	for (int i = 0; i < 8; i++)
+		next_held |= obj[i] == lo + 128;
+	CHECK(next_held);
+	CHECK_EQ(ksize(lo + 16), 0);
+	CHECK_EQ(ksize(lo), 128);
+	k.p = lo + 16;
+	for (size_t size = 40; size <= 400; size += 360) {
+		k.size = size;
+		k.ret = (void *)1;
+		capture_stderr(do_krealloc, &k, out, sizeof(out));
+		CHECK(k.ret == NULL && errno == EINVAL);
+		CHECK(strstr(out, "BUG kmalloc-128: Invalid object pointer 0x") != NULL);
+		for (int i = 0; i < 8; i++)
+			CHECK(all_bytes(obj[i], 0x5a, 128));
+	}
+	for (int i = 0; i < 8; i++)
+		kfree(obj[i]);
+}
+
 /* Every line of a listing, as a set: "name/" for directories. */
 static bool listed(const char *list, const char *entry)
 {
@@ -994,6 +1049,7 @@ int main(int argc, char **argv)
 	TEST(test_kmalloc_alignment);
 	TEST(test_kmalloc_edges);
 	TEST(test_krealloc);
+	TEST(test_krealloc_inside);
 	TEST(test_kmalloc_dirs);
 	TEST(test_sysfs_files);
 	TEST(test_sysfs_read_only);
