@@ -754,7 +754,7 @@ static void slab_read_params(void)
 	else if (classes && !strcmp(classes, "kernel"))
 		slub_params.kmalloc_fine = 0;
 	else if (classes && *classes)
-		slub_pr_err("SLUB_KMALLOC_CLASSES=%s: not kernel or fine; "
+		slub_pr_err("libslub: SLUB_KMALLOC_CLASSES=%s: not kernel or fine; "
 			     "using %s\n", classes,
 			     slub_params.kmalloc_fine ? "fine" : "kernel");
 	slub_debug_setup(getenv("SLUB_DEBUG"));

@@ -16,19 +16,26 @@
 
 unsigned long parse_size(const char *s)
 {
+	unsigned int shift = 0;
 	char *end;
 	unsigned long v;
 
 	if (!s || *s < '0' || *s > '9')
 		return 0;
+	errno = 0;
 	v = strtoul(s, &end, 10);
+	if (errno)
+		return 0;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	case 't': case 'T': v <<= 40; end++; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
 	default: break;
 	}
+	if (v > ~0UL >> shift)
+		return 0;	/* 99999999T: more than a long holds */
+	v <<= shift;
 	if (*end == 'B' || *end == 'b')
 		end++;
 	return *end ? 0 : v;
@@ -155,10 +162,18 @@ int page_alloc_init(void)
 			size = SLUB_ARENA_DEFAULT;
 		}
 	}
-	/* Without an explicit size, settle for what the system lets us reserve. */
-	while ((ret = reserve_arena(size)) == -ENOMEM && !env &&
-	       size > 64 * SLUB_ARENA_MIN)
+	ret = reserve_arena(size);
+	if (ret == -ENOMEM && env) {
+		slub_pr_err("libslub: cannot reserve SLUB_ARENA_SIZE=%s of address "
+			    "space; using the default\n", env);
+		size = SLUB_ARENA_DEFAULT;
+		ret = reserve_arena(size);
+	}
+	/* By default, settle for what the system lets us reserve. */
+	while (ret == -ENOMEM && size > 64 * SLUB_ARENA_MIN) {
 		size >>= 1;
+		ret = reserve_arena(size);
+	}
 	if (ret)
 		return ret;
 

@@ -244,6 +244,81 @@ static void test_arena_size(void)
 	check_all_merged();
 }
 
+/* SLUB_ARENA_SIZE's sizes: a suffix, a B, and 0 for what is none. */
+static void test_parse_size(void)
+{
+	CHECK_EQ(parse_size("8M"), 8UL << 20);
+	CHECK_EQ(parse_size("4k"), 4096);
+	CHECK_EQ(parse_size("2GB"), 2UL << 30);
+	CHECK_EQ(parse_size("1T"), 1UL << 40);
+	CHECK_EQ(parse_size("123"), 123);
+	CHECK_EQ(parse_size("16777215T"), 16777215UL << 40);
+	CHECK_EQ(parse_size("16777216T"), 0);		/* 2^64: wraps to 0 */
+	CHECK_EQ(parse_size("99999999T"), 0);
+	CHECK_EQ(parse_size("18446744073709551616"), 0);	/* past strtoul */
+	CHECK_EQ(parse_size("abc"), 0);
+	CHECK_EQ(parse_size("-8M"), 0);
+	CHECK_EQ(parse_size("8X"), 0);
+	CHECK_EQ(parse_size(""), 0);
+}
+
+/* This program again with SLUB_ARENA_SIZE=value: its stderr and pages_total. */
+static long long arena_child(const char *value, char *err, size_t size)
+{
+	char *const argv[] = { "test_page_oom", "--arena", (char *)value, NULL };
+	char out[64] = "";
+	int fds[2], efd[2];
+	ssize_t n, len = 0;
+	pid_t pid;
+
+	CHECK_EQ(pipe(fds), 0);
+	CHECK_EQ(pipe(efd), 0);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(efd[1], STDERR_FILENO);
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	close(efd[1]);
+	while ((n = read(efd[0], err + len, size - 1 - (size_t)len)) > 0)
+		len += n;
+	err[len] = '\0';
+	n = read(fds[0], out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(fds[0]);
+	close(efd[0]);
+	waitpid(pid, NULL, 0);
+	return strtoll(out, NULL, 10);
+}
+
+/*
+ * A SLUB_ARENA_SIZE that is no size, or more address space than the
+ * system will reserve, is reported and the default taken (or what of it
+ * can be reserved): the program's allocations work either way.
+ */
+static void test_arena_env(void)
+{
+	char err[512];
+	long long pages;
+
+	pages = arena_child("abc", err, sizeof(err));
+	CHECK(strstr(err, "libslub: SLUB_ARENA_SIZE=abc is not a size") != NULL);
+	CHECK(pages > (long long)ARENA_PAGES);
+	pages = arena_child("99999999T", err, sizeof(err));
+	CHECK(strstr(err, "libslub: SLUB_ARENA_SIZE=99999999T is not a size") != NULL);
+	CHECK(pages > (long long)ARENA_PAGES);
+	/* 16 EiB less a little: a size, but no system reserves it. */
+	pages = arena_child("16000000T", err, sizeof(err));
+	CHECK(strstr(err, "libslub: cannot reserve SLUB_ARENA_SIZE=16000000T") != NULL);
+	CHECK(pages > (long long)ARENA_PAGES);
+	pages = arena_child("16M", err, sizeof(err));
+	CHECK_EQ(strlen(err), 0);
+	CHECK_EQ(pages, 4096);
+}
+
 /* Collect what the threads hold into one set. */
 static void gather(struct held *all, struct exhauster *e, int nr,
 		   unsigned long *failures, int *bad_errno)
@@ -421,11 +496,25 @@ static void test_exhaust_mixed(void)
 	check_all_merged();
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	/* The child of test_arena_env: a page, then the arena's size. */
+	if (argc == 3 && !strcmp(argv[1], "--arena")) {
+		void *p;
+
+		setenv("SLUB_ARENA_SIZE", argv[2], 1);
+		p = __get_free_pages(GFP_KERNEL, 0);
+		if (!p)
+			return 1;
+		free_pages(p, 0);
+		printf("%lld\n", zoneinfo("pages_total"));
+		return 0;
+	}
 	/* Before any library call: the arena is sized on first use. */
 	setenv("SLUB_ARENA_SIZE", "8M", 1);
 	test_cpus_init();
+	TEST(test_parse_size);
+	TEST(test_arena_env);
 	TEST(test_arena_size);
 	TEST(test_exhaust_order0);
 	TEST(test_exhaust_mixed);
