@@ -55,4 +55,7 @@ check "bad site: exit 2" '[ $rc -eq 2 ]'
 bash "$sweep" -L "$lib" -- /nonexistent/program >"$out" 2>&1
 rc=$?
 check "no such program: exit 2" '[ $rc -eq 2 ] && grep -q "cannot run" "$out"'
+env -u LD_PRELOAD bash "$sweep" -- "$buggy" checked >"$out" 2>&1
+rc=$?
+check "nothing preloaded: exit 2, said" '[ $rc -eq 2 ] && grep -q "nothing preloads" "$out"'
 exit $bad
