@@ -90,6 +90,17 @@ static void fail_dump(enum fail_site site, const struct fail_attr *a, long times
 		dump_stack();
 }
 
+void (*fail_object_notify)(void);
+
+/* fail_object_on() may have changed: the drop-in's fast path follows. */
+static void fail_changed(enum fail_site site)
+{
+	void (*notify)(void) = READ_ONCE(fail_object_notify);
+
+	if (site == FAIL_OBJECT && notify)
+		notify();
+}
+
 /*
  * The kernel's should_fail_ex(), in its order: times, space, interval,
  * probability. Nothing here takes a lock: the page and slab sites may be
@@ -127,8 +138,8 @@ bool __should_fail(enum fail_site site, size_t size)
 		fail_dump(site, a, times);
 		fail_suspended--;
 	}
-	if (times == 1 && site == FAIL_OBJECT && READ_ONCE(fail_object_notify))
-		fail_object_notify();	/* the drop-in's fast path back */
+	if (times == 1)
+		fail_changed(site);	/* the last: the drop-in's fast path back */
 	return true;
 }
 
@@ -142,21 +153,11 @@ void fail_resume(void)
 	fail_suspended--;
 }
 
-void (*fail_object_notify)(void);
-
 /* Sequentially consistent, as what changes it: sheaf_fast_update(). */
 bool fail_object_on(void)
 {
 	return __atomic_load_n(&fail_attrs[FAIL_OBJECT].percent, __ATOMIC_SEQ_CST) &&
 	       __atomic_load_n(&fail_attrs[FAIL_OBJECT].times, __ATOMIC_SEQ_CST);
-}
-
-static void fail_changed(enum fail_site site)
-{
-	void (*notify)(void) = READ_ONCE(fail_object_notify);
-
-	if (site == FAIL_OBJECT && notify)
-		notify();
 }
 
 static void fail_set(enum fail_site site, unsigned int percent)

@@ -197,6 +197,16 @@ size_t __ksize(const void *p)
 	return page ? PAGE_SIZE << PAGE_STATE_ORDER(page_state(page)) : 0;
 }
 
+bool report_inside_object(const void *p, const void *caller)
+{
+	struct slab *slab = virt_to_slab(p);
+
+	if (!slab)
+		return false;
+	report_invalid_pointer(slab->slab_cache, p, caller);
+	return true;
+}
+
 /*
  * The caller may use every byte ksize() returns: a debug cache stops
  * checking the kmalloc red zone of this object (the kernel's
@@ -247,16 +257,13 @@ void *krealloc(const void *p, size_t new_size, gfp_t gfp)
 	if (ZERO_OR_NULL_PTR(p))
 		return __kmalloc(new_size, gfp, _RET_IP_);
 	ks = __ksize(p);
-	slab = virt_to_slab(p);
 	if (!ks) {
-		if (slab)
-			report_invalid_pointer(slab->slab_cache, p,
-					       __builtin_return_address(0));
-		else
+		if (!report_inside_object(p, __builtin_return_address(0)))
 			kfree_bad(p, __builtin_return_address(0));
 		errno = EINVAL;
 		return NULL;
 	}
+	slab = virt_to_slab(p);
 	if (new_size <= ks) {
 		if (slab)
 			kmalloc_resize(p, new_size, gfp);

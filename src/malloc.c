@@ -461,12 +461,7 @@ static void *slub_realloc(void *p, size_t size, const void *caller)
 	/* Not ksize(): that would give a debug cache's kmalloc red zone up. */
 	old = in_arena(p) ? __ksize(p) : usable_size(p);
 	if (!old && !is_boot(p)) {
-		struct slab *slab = in_arena(p) ? virt_to_slab(p) : NULL;
-
-		/* Inside an object: reported as a free of it would be. */
-		if (slab)
-			report_invalid_pointer(slab->slab_cache, p, caller);
-		else
+		if (!report_inside_object(p, caller))
 			bad_free(p, "realloc", caller);
 		errno = EINVAL;
 		return NULL;

@@ -451,6 +451,12 @@ static inline struct kmem_cache *kmalloc_slab(size_t size)
 void *__kmalloc_cache(struct kmem_cache *s, gfp_t gfp, size_t size);
 /* ksize() without giving the kmalloc red zone up (realloc's own use). */
 size_t __ksize(const void *p);
+/*
+ * For an address __ksize() found no block at: if it lies inside a slab
+ * (an object's inside, past its last object), report it as a free of it
+ * would and return true.
+ */
+bool report_inside_object(const void *p, const void *caller);
 /* realloc() keeping p: its new request size (red zone, orig_size). */
 void kmalloc_resize(const void *p, size_t new_size, gfp_t gfp);
 /* A kmalloc cache (SLAB_KMALLOC, aligned to its size's power of two). */

@@ -96,6 +96,48 @@ static inline long long zoneinfo(const char *key)
 	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
 }
 
+extern char **environ;
+
+/*
+ * Run this test program again (/proc/self/exe) with argv, and env
+ * ("NAME=value") in place of NAME's value here: its stdout and stderr
+ * together in out. Returns its wait status, or -1 if it could not start.
+ */
+static inline int run_self_env(char *const argv[], const char *env, char *out,
+			       size_t size)
+{
+	size_t name = strcspn(env, "=") + 1;
+	char *envp[256];
+	int fds[2], k = 0, status = -1;
+	ssize_t n, len = 0;
+	pid_t pid;
+
+	for (char **e = environ; *e && k < 254; e++)
+		if (strncmp(*e, env, name))
+			envp[k++] = *e;
+	envp[k++] = (char *)env;
+	envp[k] = NULL;
+	out[0] = '\0';
+	if (pipe(fds))
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		execve("/proc/self/exe", argv, envp);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (pid > 0 && (n = read(fds[0], out + len, size - 1 - (size_t)len)) > 0)
+		len += n;
+	out[len] = '\0';
+	close(fds[0]);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	return status;
+}
+
 /*
  * Capture what the library writes to stderr while fn runs. The text goes
  * to a temporary file so that a long report cannot block on a pipe.

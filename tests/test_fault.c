@@ -59,38 +59,14 @@ static void check_nothing_held(struct kmem_cache **caches, int nr)
 
 /* ---- SLUB_FAIL ------------------------------------------------------------------ */
 
-extern char **environ;
-
 /* Run this program again with SLUB_FAIL=value; its "--probe" output. */
 static void probe(const char *value, char *out, size_t size)
 {
 	char *const argv[] = { "test_fault", "--probe", NULL };
-	char env[128], *envp[256];
-	int fds[2], k = 0;
-	ssize_t n, len = 0;
-	pid_t pid;
+	char env[128];
 
 	snprintf(env, sizeof(env), "SLUB_FAIL=%s", value);
-	for (char **e = environ; *e && k < 254; e++)
-		if (strncmp(*e, "SLUB_FAIL=", 10))
-			envp[k++] = *e;
-	envp[k++] = env;
-	envp[k] = NULL;
-	CHECK_EQ(pipe(fds), 0);
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		dup2(fds[1], STDOUT_FILENO);
-		dup2(fds[1], STDERR_FILENO);
-		execve("/proc/self/exe", argv, envp);
-		_exit(127);
-	}
-	close(fds[1]);
-	while ((n = read(fds[0], out + len, size - 1 - (size_t)len)) > 0)
-		len += n;
-	out[len] = '\0';
-	close(fds[0]);
-	waitpid(pid, NULL, 0);
+	CHECK(run_self_env(argv, env, out, size) != -1);
 }
 
 static int probe_main(void)
