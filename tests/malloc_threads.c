@@ -11,7 +11,10 @@
  *   malloc_threads [--expect-slub]
  *
  * --expect-slub: fail unless malloc really is libslub-malloc's (dladdr of
- * the malloc this program calls names libslub-malloc). Prints
+ * the malloc this program calls names libslub-malloc), and glibc's second
+ * names, __libc_malloc and the rest, are too. Either way, blocks pass
+ * between malloc and __libc_free, __libc_malloc and free, before the
+ * threads start. Prints
  * "malloc_threads: ok" and exits 0, or says what was wrong and exits 1.
  */
 #include <dlfcn.h>
@@ -232,16 +235,68 @@ static void *thread_fn(void *arg)
 	return NULL;
 }
 
-/* Whether the malloc this program calls lives in libslub-malloc. */
-static bool malloc_is_slub(void)
+/* Whether the function this program calls by that name is libslub-malloc's. */
+static bool is_slub(const char *name, bool say)
 {
-	void *sym = dlsym(RTLD_DEFAULT, "malloc");
+	void *sym = dlsym(RTLD_DEFAULT, name);
 	Dl_info info;
 
 	if (!sym || !dladdr(sym, &info) || !info.dli_fname)
 		return false;
-	fprintf(stderr, "malloc_threads: malloc is in %s\n", info.dli_fname);
+	if (say)
+		fprintf(stderr, "malloc_threads: %s is in %s\n", name, info.dli_fname);
 	return strstr(info.dli_fname, "libslub-malloc") != NULL;
+}
+
+/* glibc's second names for its allocator, which some tools call directly. */
+static const char *const libc_names[] = {
+	"__libc_malloc", "__libc_free", "__libc_calloc", "__libc_realloc",
+	"__libc_memalign", "__libc_valloc", "__libc_pvalloc",
+};
+
+static bool malloc_is_slub(void)
+{
+	if (!is_slub("malloc", true))
+		return false;
+	for (size_t i = 0; i < sizeof(libc_names) / sizeof(libc_names[0]); i++)
+		if (!is_slub(libc_names[i], false)) {
+			fprintf(stderr, "malloc_threads: %s is not\n", libc_names[i]);
+			return false;
+		}
+	return true;
+}
+
+/*
+ * Blocks passed between the two sets of names, as a program mixes them
+ * when a library it uses calls __libc_free on what it malloc'ed. One
+ * allocator behind both (glibc's alone, or libslub's under LD_PRELOAD)
+ * takes that; two would each find an invalid free.
+ */
+static bool mixed_names(void)
+{
+	void *(*libc_malloc)(size_t) = (void *(*)(size_t))dlsym(RTLD_DEFAULT, "__libc_malloc");
+	void (*libc_free)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "__libc_free");
+	void *(*libc_realloc)(void *, size_t) =
+		(void *(*)(void *, size_t))dlsym(RTLD_DEFAULT, "__libc_realloc");
+	char *p, *q;
+
+	if (!libc_malloc || !libc_free || !libc_realloc)
+		return false;
+	for (size_t size = 8; size <= (1 << 20); size *= 4) {
+		p = libc_malloc(size);
+		q = malloc(size);
+		if (!p || !q)
+			return false;
+		memset(p, 0x5a, size);
+		memset(q, 0xa5, size);
+		p = realloc(p, size * 2);
+		q = libc_realloc(q, size * 2);
+		if (!p || !q || p[size - 1] != 0x5a || q[size - 1] != (char)0xa5)
+			return false;
+		free(p);
+		libc_free(q);
+	}
+	return true;
 }
 
 int main(int argc, char **argv)
@@ -250,6 +305,10 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "--expect-slub") && !malloc_is_slub()) {
 		fprintf(stderr, "malloc_threads: malloc is not libslub-malloc's\n");
+		return 1;
+	}
+	if (!mixed_names()) {
+		fprintf(stderr, "malloc_threads: malloc and __libc_malloc do not mix\n");
 		return 1;
 	}
 	for (unsigned int i = 0; i < NR_THREADS; i++)

@@ -841,6 +841,56 @@ static void test_free_sized(void)
 	CHECK(!mapped((void *)old, PAGE));
 }
 
+/* glibc's second names, aliases in malloc.c: the same allocator behind them. */
+extern void *__libc_malloc(size_t size);
+extern void __libc_free(void *p);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t size);
+extern void *__libc_memalign(size_t align, size_t size);
+extern void *__libc_valloc(size_t size);
+extern void *__libc_pvalloc(size_t size);
+extern void cfree(void *p);
+
+static void test_libc_names(void)
+{
+	uintptr_t old;
+	char *p;
+
+	/* __libc_malloc's block is a kmalloc object that free takes back... */
+	p = __libc_malloc(hide_size(100));
+	CHECK_EQ(ksize(p), expected_class(100));
+	old = (uintptr_t)p;
+	free(p);
+	/* ... and malloc's, __libc_free and cfree. */
+	p = malloc(hide_size(100));
+	CHECK_REUSED(p, old);
+	__libc_free(p);
+	p = malloc(hide_size(100));
+	CHECK_REUSED(p, old);
+	cfree(p);
+
+	p = __libc_calloc(10, hide_size(30));
+	CHECK_EQ(ksize(p), expected_class(300));
+	CHECK(all_bytes(p, 300, 0));
+	fill(p, 300, 3);
+	p = __libc_realloc(p, hide_size(3000));
+	CHECK_EQ(ksize(p), expected_class(3000));
+	CHECK_EQ(check_fill(p, 300, 3), 300);
+	__libc_free(p);
+
+	p = __libc_memalign(256, hide_size(100));
+	CHECK(aligned(p, 256));
+	CHECK_EQ(ksize(p), 256);
+	free(p);
+	p = __libc_valloc(hide_size(100));
+	CHECK(aligned(p, PAGE));
+	free(p);
+	p = __libc_pvalloc(hide_size(5000));
+	CHECK(aligned(p, PAGE));
+	CHECK_EQ(ksize(p), 2 * PAGE);
+	free(p);
+}
+
 /* The statistics agree: each free of a slab object is counted once. */
 static void test_free_counted(void)
 {
@@ -1387,6 +1437,7 @@ int main(void)
 	TEST(test_valloc_pvalloc);
 	TEST(test_usable_size);
 	TEST(test_free_sized);
+	TEST(test_libc_names);
 	TEST(test_free_counted);
 	TEST(test_huge_rss);
 	TEST(test_huge_many);
