@@ -34,7 +34,6 @@
 int slub_stats_default = 0;
 /* ... and rounds requests to the fine kmalloc classes (kmalloc.c). */
 int slub_kmalloc_fine_default = 1;
-#define MIN_MALLOC	16
 #define MAX_PAGES_SIZE	(PAGE_SIZE << MAX_PAGE_ORDER)
 
 /* ---- Allocations before the allocator is up ------------------------------- */
@@ -272,23 +271,8 @@ static inline bool in_arena(const void *p)
 	       (const char *)p < zone.arena + (zone.nr_pages << PAGE_SHIFT);
 }
 
-/*
- * malloc and free pass no caller (TAIL_CALLER) and tail-call their slow
- * path, whose return address is then their own caller: the fast path
- * need not load it. The other entry points pass theirs. An unoptimised
- * build makes no tail calls (CMakeLists.txt asks for them in this file
- * whenever it optimises), so there malloc and free pass theirs too.
- */
-#define TAIL_CALLER	0
-#ifdef __OPTIMIZE__
-#define ENTRY_CALLER(ip)	TAIL_CALLER
-#else
-#define ENTRY_CALLER(ip)	(ip)
-#endif
-
 /* caller: malloc's caller, for SLUB_DEBUG's allocation tracks. */
-static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp,
-					 unsigned long caller)
+__noinline void *slub_malloc_slow(size_t size, gfp_t gfp, unsigned long caller)
 {
 	void *p;
 
@@ -326,24 +310,6 @@ static __noinline void *slub_malloc_slow(size_t size, gfp_t gfp,
 	return huge_alloc(size, 0);	/* fresh mappings are zeroed */
 }
 
-/*
- * The fast path: a kmalloc size, the CPU sheaf not empty. Everything else
- * is out of line, so this stays a leaf that saves no registers.
- */
-static __always_inline void *slub_malloc(size_t size, gfp_t gfp,
-					 unsigned long caller)
-{
-	if (likely(size < __atomic_load_n(&sheaf_fast_limit.alloc, __ATOMIC_ACQUIRE)) &&
-	    !(gfp & __GFP_ZERO)) {
-		void *p;
-
-		/* Debug caches have no sheaves: they fail over to the slow path. */
-		if (likely(sheaf_alloc_fast(kmalloc_sheaf16[(size + 15) >> 4], &p)))
-			return p;
-	}
-	return slub_malloc_slow(size, gfp, caller);
-}
-
 static __noinline void bad_free(const void *p, const char *fn, const void *caller)
 {
 	slub_pr_err("BUG: %s(): invalid pointer %p: not allocated by "
@@ -351,7 +317,7 @@ static __noinline void bad_free(const void *p, const char *fn, const void *calle
 	slub_pr_caller(caller);
 }
 
-static __noinline void slub_free_slow(void *p, const void *caller)
+__noinline void slub_free_slow(void *p, const void *caller)
 {
 	if (unlikely(!p))
 		return;
@@ -371,17 +337,6 @@ static __noinline void slub_free_slow(void *p, const void *caller)
 		return;
 	if (!huge_lookup(p, true))
 		bad_free(p, "free", caller);
-}
-
-/*
- * The fast path: an object of a slab (NULL and other addresses are not in
- * the arena), room in the CPU sheaf.
- */
-static __always_inline void slub_free(void *p, const void *caller)
-{
-	if (likely(sheaf_free_fast(p)))
-		return;
-	slub_free_slow(p, caller);
 }
 
 static size_t usable_size(const void *p)
@@ -526,7 +481,7 @@ MALLOC_API void *reallocarray(void *p, size_t n, size_t size)
  * multiples of it in a page-aligned slab), and page blocks to theirs: an
  * alignment is a size class.
  */
-static void *slub_aligned(size_t align, size_t size, unsigned long caller)
+void *slub_aligned(size_t align, size_t size, unsigned long caller)
 {
 	size_t want;
 	unsigned int order;

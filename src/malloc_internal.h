@@ -1,9 +1,69 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared between the drop-in's files (malloc.c, malloc_info.c); not installed. */
+/*
+ * Shared between the drop-in's files (malloc.c, malloc_new.c,
+ * malloc_info.c); not installed.
+ */
 #ifndef SLUB_MALLOC_INTERNAL_H
 #define SLUB_MALLOC_INTERNAL_H
 
 #include <stddef.h>
+
+#include "slub_internal.h"
+
+/* The smallest block: every one 16-byte aligned, as glibc's. */
+#define MIN_MALLOC	16
+
+/*
+ * malloc and free pass no caller (TAIL_CALLER) and tail-call their slow
+ * path, whose return address is then their own caller: the fast path
+ * need not load it. The other entry points pass theirs. An unoptimised
+ * build makes no tail calls (CMakeLists.txt asks for them in the files
+ * with entry points whenever it optimises), so there malloc and free
+ * pass theirs too.
+ */
+#define TAIL_CALLER	0
+#ifdef __OPTIMIZE__
+#define ENTRY_CALLER(ip)	TAIL_CALLER
+#else
+#define ENTRY_CALLER(ip)	(ip)
+#endif
+
+void *slub_malloc_slow(size_t size, gfp_t gfp, unsigned long caller);
+void slub_free_slow(void *p, const void *caller);
+/* posix_memalign's and the aligned calls' allocation; align a power of two. */
+void *slub_aligned(size_t align, size_t size, unsigned long caller);
+
+/*
+ * The fast path: a kmalloc size, the CPU sheaf not empty. Everything else
+ * is out of line, so this stays a leaf that saves no registers.
+ */
+static __always_inline bool malloc_fast(size_t size, void **p)
+{
+	/* Debug caches have no sheaves: they fail over to the slow path. */
+	return likely(size < __atomic_load_n(&sheaf_fast_limit.alloc, __ATOMIC_ACQUIRE)) &&
+	       likely(sheaf_alloc_fast(kmalloc_sheaf16[(size + 15) >> 4], p));
+}
+
+static __always_inline void *slub_malloc(size_t size, gfp_t gfp,
+					 unsigned long caller)
+{
+	void *p;
+
+	if (likely(!(gfp & __GFP_ZERO)) && likely(malloc_fast(size, &p)))
+		return p;
+	return slub_malloc_slow(size, gfp, caller);
+}
+
+/*
+ * The fast path: an object of a slab (NULL and other addresses are not in
+ * the arena), room in the CPU sheaf.
+ */
+static __always_inline void slub_free(void *p, const void *caller)
+{
+	if (likely(sheaf_free_fast(p)))
+		return;
+	slub_free_slow(p, caller);
+}
 
 /* Blocks of more than the page allocator's largest, each its own mmap. */
 struct malloc_huge_usage {

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Real programs on libslub-malloc.so through LD_PRELOAD. Each one runs
+# Real programs on libslub-malloc.so through LD_PRELOAD (python3, perl,
+# sqlite3, git, cmake for C++, and a threaded C program). Each one runs
 # twice, under the preload and without it, and the two outputs must be the
 # same (and right on their own: known counts, git's fsck, sqlite's
 # integrity check). Every preloaded run has SLUB_STATS=1, so its report on
@@ -317,6 +318,57 @@ else
 	o=$tmp/git.pre.out
 	w="git: 2 commits of 200 files, gc, fsck"
 	judge git "$w" git && expect "$w" "$o" git_ok "$o"
+fi
+
+# ---- cmake -P: a C++ program, new and delete bound to the drop-in ---------------
+
+cat >"$tmp/work.cmake" <<'CM'
+set(acc "")
+set(json "{}")
+foreach(i RANGE 1 1500)
+  math(EXPR sq "${i} * ${i} % 1009")
+  string(REPEAT "ab" ${sq} pad)
+  list(APPEND acc "k${i}=${pad}")
+  if(i LESS_EQUAL 300)
+    string(JSON json SET "${json}" "k${i}" "${sq}")
+  endif()
+endforeach()
+list(SORT acc)
+list(LENGTH acc n)
+list(FILTER acc INCLUDE REGEX "^k[0-9]*7=")
+list(LENGTH acc n7)
+string(JOIN ";" all ${acc})
+string(LENGTH "${all}" len)
+string(REGEX REPLACE "(ab)+" "<\\0>" short "${all}")
+string(LENGTH "${short}" len2)
+string(JSON v GET "${json}" "k299")
+string(JSON nk LENGTH "${json}")
+string(SHA256 h "${all}${json}")
+message(STATUS "${n} ${n7} ${len} ${len2} ${v} ${nk} ${h}")
+CM
+
+# The dynamic linker's own account (LD_DEBUG=bindings) of where cmake's
+# operator new and sized delete went: libslub-malloc's, not libstdc++'s.
+cxx_bound() {
+	for s in _Znwm _ZdlPvm; do
+		cat "$tmp"/cm.ld.* | grep "binding file [^ ]*cmake .*libslub-malloc.*symbol \`$s'" \
+			>/dev/null || return 1
+	done
+}
+
+cmake=$(find_prog cmake) || cmake=
+if [ -z "$cmake" ]; then
+	skip "cmake: not installed"
+else
+	pre cm env LD_DEBUG=bindings LD_DEBUG_OUTPUT="$tmp/cm.ld" \
+		"$cmake" -P "$tmp/work.cmake"
+	ctl cm "$cmake" -P "$tmp/work.cmake"
+	# 1500 keys, 150 ending in 7, k299 = 299^2 mod 1009 = 609.
+	judge cm "cmake -P: lists, regex, JSON" cmake &&
+		expect "cmake -P: lists, regex, JSON" "$tmp/cm.pre.out" \
+			grep -q '^-- 1500 150 143960 144260 609 300 ' "$tmp/cm.pre.out" &&
+		expect "cmake -P: operator new and delete are libslub's" \
+			"$tmp/cm.pre.err" cxx_bound
 fi
 
 # ---- A threaded C program, cross-thread frees --------------------------------------

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * C++ on libslub-malloc, linked statically: libstdc++'s operator new and
- * delete call malloc, aligned_alloc and free, and those are libslub's.
- * Plain, array, sized, aligned and nothrow new and delete; std::bad_alloc;
- * the containers; objects made in one thread and deleted in another.
+ * C++ on libslub-malloc, linked statically: operator new and delete are
+ * the drop-in's own (malloc_new.c), and what libstdc++ still allocates
+ * goes through malloc, aligned_alloc and free, libslub's too. Plain,
+ * array, sized, aligned and nothrow new and delete; the new_handler and
+ * std::bad_alloc, with failures injected; the containers; objects made in
+ * one thread and deleted in another.
  */
+#include <dlfcn.h>
 #include <malloc.h>
 #include <stdint.h>
 
@@ -65,6 +68,38 @@ static const bool counted = true;
 static bool aligned(const void *p, size_t a)
 {
 	return ((uintptr_t)p & (a - 1)) == 0;
+}
+
+/* Whether fn lives in this executable (libslub-malloc.a), not in libstdc++. */
+static bool in_self(const void *fn)
+{
+	Dl_info self, info;
+
+	return dladdr(reinterpret_cast<const void *>(&in_self), &self) &&
+	       dladdr(fn, &info) && info.dli_fbase == self.dli_fbase;
+}
+
+/* Every form of new and delete this program calls is malloc_new.c's. */
+static void test_operators_are_slub()
+{
+	void *(*plain)(std::size_t) = ::operator new;
+	void *(*array)(std::size_t) = ::operator new[];
+	void *(*nothrow)(std::size_t, const std::nothrow_t &) noexcept = ::operator new;
+	void *(*align)(std::size_t, std::align_val_t) = ::operator new;
+	void (*del)(void *) noexcept = ::operator delete;
+	void (*del_sized)(void *, std::size_t) noexcept = ::operator delete;
+	void (*del_array_sized)(void *, std::size_t) noexcept = ::operator delete[];
+	void (*del_align)(void *, std::size_t, std::align_val_t) noexcept =
+		::operator delete;
+
+	CHECK(in_self(reinterpret_cast<void *>(plain)));
+	CHECK(in_self(reinterpret_cast<void *>(array)));
+	CHECK(in_self(reinterpret_cast<void *>(nothrow)));
+	CHECK(in_self(reinterpret_cast<void *>(align)));
+	CHECK(in_self(reinterpret_cast<void *>(del)));
+	CHECK(in_self(reinterpret_cast<void *>(del_sized)));
+	CHECK(in_self(reinterpret_cast<void *>(del_array_sized)));
+	CHECK(in_self(reinterpret_cast<void *>(del_align)));
 }
 
 /* new and delete are kmalloc's: counted by the cache of their size. */
@@ -171,6 +206,89 @@ static void test_bad_alloc()
 	CHECK(l == nullptr);
 }
 
+/* fail/object fails the next `times` small allocations (-1: every one). */
+static void fail_objects(const char *times)
+{
+	CHECK_EQ(slub_sysfs_write("fail/object_times", times), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object", "100"), 0);
+}
+
+static void fail_none()
+{
+	CHECK_EQ(slub_sysfs_write("fail/object", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/object_times", "-1"), 0);
+}
+
+static int handler_calls;
+
+static void counting_handler()
+{
+	handler_calls++;
+}
+
+struct out_of_memory : std::bad_alloc {
+};
+
+static void throwing_handler()
+{
+	throw out_of_memory();
+}
+
+/*
+ * When the drop-in's operator fails, libstdc++'s takes over: it asks
+ * malloc again and calls the new_handler for each further failure, the
+ * handler's exception reaches the program through malloc_new.c's frames,
+ * and without a handler each form throws std::bad_alloc or, nothrow,
+ * returns NULL.
+ */
+static void test_new_handler()
+{
+	std::set_new_handler(counting_handler);
+	handler_calls = 0;
+	fail_objects("3");	/* the operator's try, then malloc's two */
+	void *p = hide(::operator new(100));
+	fail_none();
+	CHECK_EQ(handler_calls, 2);
+	CHECK(ksize(p) >= 100);
+	::operator delete(p, 100);
+
+	std::set_new_handler(throwing_handler);
+	bool caught = false;
+	fail_objects("-1");
+	try {
+		p = hide(new char[100]);
+	} catch (const out_of_memory &) {
+		caught = true;
+	}
+	fail_none();
+	CHECK(caught);
+
+	std::set_new_handler(nullptr);
+	int threw = 0;
+	fail_objects("-1");
+	try {
+		(void)hide(new char[100]);
+	} catch (const std::bad_alloc &) {
+		threw++;
+	}
+	try {
+		(void)hide(new int(1));
+	} catch (const std::bad_alloc &) {
+		threw++;
+	}
+	try {
+		(void)hide(new line());
+	} catch (const std::bad_alloc &) {
+		threw++;
+	}
+	char *n1 = hide(new (std::nothrow) char[100]);
+	line *n2 = hide(new (std::nothrow) line());
+	fail_none();
+	CHECK_EQ(threw, 3);
+	CHECK(n1 == nullptr);
+	CHECK(n2 == nullptr);
+}
+
 /* The containers, with their contents checked. */
 static void test_containers()
 {
@@ -235,10 +353,12 @@ static void test_cross_thread()
 
 int main()
 {
+	TEST(test_operators_are_slub);
 	TEST(test_new_is_slub);
 	TEST(test_sized_delete);
 	TEST(test_aligned_new);
 	TEST(test_bad_alloc);
+	TEST(test_new_handler);
 	TEST(test_containers);
 	TEST(test_cross_thread);
 	return test_done();
