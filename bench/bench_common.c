@@ -298,7 +298,7 @@ bool alloc_lib_path(const char *name, const char *slub_path, char *buf, size_t s
 	return buf[0] != 0;
 }
 
-void exec_preloaded(int wfd, const char *lib, char *const argv[])
+void exec_preloaded_path(int wfd, const char *lib, const char *path, char *const argv[])
 {
 	if (dup2(wfd, 1) < 0)
 		return;
@@ -306,7 +306,12 @@ void exec_preloaded(int wfd, const char *lib, char *const argv[])
 		setenv("LD_PRELOAD", lib, 1);
 	else
 		unsetenv("LD_PRELOAD");
-	execv("/proc/self/exe", argv);
+	execv(path, argv);
+}
+
+void exec_preloaded(int wfd, const char *lib, char *const argv[])
+{
+	exec_preloaded_path(wfd, lib, "/proc/self/exe", argv);
 }
 
 /* ---- The blocking queue ----------------------------------------------------- */

@@ -23,6 +23,12 @@
  *             placement decided, and the figures were bimodal)
  *   oversub   8x the online CPUs threads (-t), each churning its own
  *             working set of -w / threads objects
+ *   cxx       single's churn through C++'s operator new and the sized
+ *             operator delete (what g++ emits for a delete since C++14),
+ *             in bench_malloc_cxx, a C++ program beside this one, so that
+ *             they are bound and called as in any C++ program (left out
+ *             where no C++ compiler built it)
+ *   cxx-unsized  the same with operator delete(void *)
  *
  * Repetitions take the allocators in rotating order. The table gives the
  * median of -r repetitions, Mops/s and peak RSS, each with its ratio to
@@ -55,16 +61,20 @@
 #define RING		1024	/* slots per prodcons ring, a power of two */
 #define CHECK_EVERY	256	/* iterations between looks at the clock/stop */
 
-enum { W_SINGLE, W_PRODCONS, W_OVERSUB, NR_WL };
+enum { W_SINGLE, W_PRODCONS, W_OVERSUB, W_CXX, W_CXX_UNSIZED, NR_WL };
 enum { A_GLIBC, A_SLUB, A_JEMALLOC, A_TCMALLOC, A_MIMALLOC, NR_ALLOCS };
 
-static const char *const wl_name[NR_WL] = { "single", "prodcons", "oversub" };
+static const char *const wl_name[NR_WL] = {
+	"single", "prodcons", "oversub", "cxx", "cxx-unsized",
+};
 static const char *const wl_op[NR_WL] = {
 	"one malloc+free: a random object of the working set replaced, then a "
 	"malloc/free pair; 16..1024 bytes, one thread",
 	"one object malloc'ed by a producer and freed by its consumer",
 	"one random object of a thread's working set replaced; 8x the CPUs "
 	"threads",
+	"as single, through operator new and the sized operator delete",
+	"as single, through operator new and operator delete(void *)",
 };
 static const char *const alloc_name[NR_ALLOCS] = {
 	"glibc", "libslub", "jemalloc", "tcmalloc", "mimalloc",
@@ -158,7 +168,7 @@ static void churn_run(struct churn *c, double deadline)
 
 	for (;;) {
 		for (unsigned int k = 0; k < CHECK_EVERY; k++) {
-			unsigned int i = (unsigned int)(rnd(&c->seed) % c->n);
+			unsigned int i = rnd_below(&c->seed, c->n);
 
 			free(c->slot[i]);
 			c->slot[i] = xmalloc(rnd_size(&c->seed));
@@ -349,13 +359,24 @@ static int child_main(unsigned int w)
 /* ---- The parent: one child per measurement ---------------------------------- */
 
 static char *child_argv[32];
+/* The cxx workloads' child: bench_malloc_cxx sized|unsized SECONDS OBJECTS */
+static char cxx_path[PATH_MAX], cxx_secs[32], cxx_objs[16];
+static char *cxx_argv[] = { cxx_path, NULL, cxx_secs, cxx_objs, NULL };
+
+static bool is_cxx(unsigned int w)
+{
+	return w == W_CXX || w == W_CXX_UNSIZED;
+}
 
 /* In the child: the allocator under test, or none for glibc; then exec. */
 static void start_one(int wfd, void *arg)
 {
-	unsigned int a = *(unsigned int *)arg;
+	const unsigned int *wa = arg;
 
-	exec_preloaded(wfd, lib_path[a], child_argv);
+	if (is_cxx(wa[0]))
+		exec_preloaded_path(wfd, lib_path[wa[1]], cxx_path, cxx_argv);
+	else
+		exec_preloaded(wfd, lib_path[wa[1]], child_argv);
 }
 
 static void run_one(unsigned int w, unsigned int a)
@@ -374,7 +395,8 @@ static void run_one(unsigned int w, unsigned int a)
 	for (unsigned int i = 0; child_argv[i]; i++)
 		if (!strcmp(child_argv[i], "-X"))
 			child_argv[i + 1] = wbuf;
-	got = run_child(start_one, &a, buf, sizeof(buf) - 1, &status);
+	cxx_argv[1] = w == W_CXX ? "sized" : "unsized";
+	got = run_child(start_one, (unsigned int[]){ w, a }, buf, sizeof(buf) - 1, &status);
 	buf[got] = 0;
 	if (status == -1) {
 		snprintf(res->failed, sizeof(res->failed), "could not start");
@@ -393,11 +415,15 @@ static void run_one(unsigned int w, unsigned int a)
 		res->ran = true;
 		return;
 	}
-	fprintf(stderr, "bench_malloc: %s under %s: the child failed: %s\n"
-		"  reproduce: %sLD_PRELOAD=%s %s -X %u -d %g -p %u -t %u -w %u\n",
-		wl_name[w], alloc_name[a], res->failed, lib_path[a][0] ? "" : "env -u ",
-		lib_path[a][0] ? lib_path[a] : "", child_argv[0], w, opt.duration,
-		opt.pairs, opt.threads, opt.ws);
+	fprintf(stderr, "bench_malloc: %s under %s: the child failed: %s\n",
+		wl_name[w], alloc_name[a], res->failed);
+	fprintf(stderr, "  reproduce: %sLD_PRELOAD=%s ", lib_path[a][0] ? "" : "env -u ",
+		lib_path[a][0] ? lib_path[a] : "");
+	if (is_cxx(w))
+		fprintf(stderr, "%s %s %s %s\n", cxx_path, cxx_argv[1], cxx_secs, cxx_objs);
+	else
+		fprintf(stderr, "%s -X %u -d %g -p %u -t %u -w %u\n", child_argv[0], w,
+			opt.duration, opt.pairs, opt.threads, opt.ws);
 }
 
 /* ---- Report ---------------------------------------------------------------- */
@@ -476,7 +502,7 @@ static void print_table(bool rss)
 {
 	char cell[40];
 
-	printf("\n%s, median of %u (ratio to the best peer)\n%-9s",
+	printf("\n%s, median of %u (ratio to the best peer)\n%-11s",
 	       rss ? "peak RSS, MiB (VmHWM)" : "throughput, Mops/s", opt.reps, "");
 	for (unsigned int a = 0; a < NR_ALLOCS; a++)
 		if (col_on(a))
@@ -487,7 +513,7 @@ static void print_table(bool rss)
 
 		if (!opt.wl_on[w])
 			continue;
-		printf("%-9s", wl_name[w]);
+		printf("%-11s", wl_name[w]);
 		for (unsigned int a = 0; a < NR_ALLOCS; a++) {
 			const struct result *r = &results[w][a];
 
@@ -522,10 +548,10 @@ static void print_paired(void)
 			continue;
 		if (!any)
 			printf("\nlibslub / best peer, repetition by repetition: "
-			       "median [lowest, highest]\n%-9s %24s %24s\n", "",
+			       "median [lowest, highest]\n%-11s %24s %24s\n", "",
 			       "throughput", "peak RSS");
 		any = true;
-		printf("%-9s %8.2f [%5.2f, %5.2f] %8.2f [%5.2f, %5.2f]\n", wl_name[w],
+		printf("%-11s %8.2f [%5.2f, %5.2f] %8.2f [%5.2f, %5.2f]\n", wl_name[w],
 		       t, tlo, thi, r, rlo, rhi);
 	}
 }
@@ -543,7 +569,9 @@ static void print_tables(void)
 			       lib_real[a][0] ? lib_real[a] : "not found, left out");
 	printf("each run: %.2f s in a child under LD_PRELOAD; single: 1 thread, "
 	       "working set %u;\n  prodcons: %u pairs (%u threads); oversub: %u "
-	       "threads; sizes %d..%d bytes; op = malloc + free\n",
+	       "threads; sizes %d..%d bytes; op = malloc + free\n"
+	       "  cxx, cxx-unsized: single through operator new and the sized or "
+	       "unsized delete\n",
 	       opt.duration, opt.ws, opt.pairs, 2 * opt.pairs, opt.threads,
 	       MIN_SIZE, MAX_SIZE);
 	printf("best peer: the best of glibc, jemalloc, tcmalloc, mimalloc "
@@ -607,7 +635,7 @@ static void write_json(const char *path)
 		fprintf(f, "%s\n    \"%s\": {\n      \"op\": ", first ? "" : ",", wl_name[w]);
 		json_str(f, wl_op[w]);
 		fprintf(f, ",\n      \"threads\": %u, \"best_peer_throughput\": ",
-			w == W_SINGLE ? 1 : w == W_PRODCONS ? 2 * opt.pairs : opt.threads);
+			w == W_PRODCONS ? 2 * opt.pairs : w == W_OVERSUB ? opt.threads : 1);
 		if (bt < 0)
 			fprintf(f, "null");
 		else
@@ -663,7 +691,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: bench_malloc [-d secs] [-r reps] [-p pairs] [-t threads] [-w objs]\n"
-		"                    [-W single,prodcons,oversub] [-a glibc,libslub,...]\n"
+		"                    [-W single,prodcons,oversub,cxx,cxx-unsized]\n"
+		"                    [-a glibc,libslub,...]\n"
 		"                    [-L libslub-malloc.so] [-o out.json]\n"
 		"  -d  seconds per run (1.0)      -r  repetitions, median (3)\n"
 		"  -p  prodcons pairs (2)         -t  oversub threads (8 x CPUs)\n"
@@ -727,6 +756,14 @@ int main(int argc, char **argv)
 		return child_wl < NR_WL ? child_main((unsigned int)child_wl) : 2;
 
 	find_libs();
+	if ((opt.wl_on[W_CXX] || opt.wl_on[W_CXX_UNSIZED]) &&
+	    !find_exe_sibling("bench_malloc_cxx", cxx_path, sizeof(cxx_path))) {
+		fprintf(stderr, "bench_malloc: NOTE: no bench_malloc_cxx beside this "
+			"program (built where there is a C++ compiler): cxx left out\n");
+		opt.wl_on[W_CXX] = opt.wl_on[W_CXX_UNSIZED] = false;
+	}
+	snprintf(cxx_secs, sizeof(cxx_secs), "%g", opt.duration);
+	snprintf(cxx_objs, sizeof(cxx_objs), "%u", opt.ws);
 	/* The child's argv: ours, plus -X <workload>. */
 	for (c = 0; c < argc && c < 28; c++)
 		child_argv[c] = argv[c];

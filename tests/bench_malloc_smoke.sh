@@ -4,6 +4,8 @@
 # 0.05 s. The three tables and the JSON must be there, and libslub's
 # ratios must be what its samples give: the ratio of the medians, and the
 # median of the ratios within each repetition.
+# The cxx workloads run where bench_malloc_cxx was built beside it (a C++
+# compiler), and are left out with a note where not.
 # Usage: bench_malloc_smoke.sh bench_malloc libslub-malloc.so outdir
 set -eu
 bm=$1
@@ -13,15 +15,23 @@ rm -rf "$out"
 mkdir -p "$out"
 "$bm" -L "$lib" -a glibc,libslub -r 3 -d 0.05 -t 4 -o "$out/bm.json" \
 	>"$out/bm.txt" 2>&1 || { cat "$out/bm.txt"; exit 1; }
-for w in single prodcons oversub; do
+workloads="single prodcons oversub"
+if [ -x "$(dirname "$bm")/bench_malloc_cxx" ]; then
+	workloads="$workloads cxx cxx-unsized"
+elif ! grep -q 'NOTE: no bench_malloc_cxx' "$out/bm.txt"; then
+	echo "no bench_malloc_cxx, and no note that cxx is left out"
+	cat "$out/bm.txt"
+	exit 1
+fi
+for w in $workloads; do
 	[ "$(grep -c "^$w " "$out/bm.txt")" -eq 3 ] ||
 		{ echo "$w: not in each of the three tables"; cat "$out/bm.txt"; exit 1; }
 done
 grep -q '^libslub / best peer, repetition by repetition' "$out/bm.txt"
-python3 - "$out/bm.json" <<'PY'
+python3 - "$out/bm.json" $workloads <<'PY'
 import json, statistics, sys
 d = json.load(open(sys.argv[1]))
-assert sorted(d["workloads"]) == ["oversub", "prodcons", "single"]
+assert sorted(d["workloads"]) == sorted(sys.argv[2:]), sorted(d["workloads"])
 def close(a, b):
     return abs(a - b) <= 1e-3 * abs(b)
 for name, w in d["workloads"].items():
