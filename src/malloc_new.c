@@ -13,6 +13,18 @@
  * for the nothrow forms) as it would without the drop-in. An alignment
  * that is not a power of two goes there too, for libstdc++'s answer.
  *
+ * A program may replace operators of its own. The standard's default forms
+ * call the replaceable ones: new[] calls operator new, the sized, array and
+ * nothrow deletes end in operator delete(void *), and the same for the
+ * aligned ones. A program that replaces only operator new and operator
+ * delete(void *), as much code written before C++14 does, still has its
+ * `delete p` compiled to the sized delete, which must reach its own
+ * operator. So each form here that the standard defines through another
+ * looks, once, whether any operator it would reach is the program's; if
+ * so, it passes the call to libstdc++'s default of the same name, which
+ * calls the program's. (jemalloc, tcmalloc and mimalloc free such a block
+ * themselves, 16 bytes into a block of the program's malloc.)
+ *
  * The sized and aligned deletes ignore their size and alignment: free
  * finds both from the block, and a wrong size from the program must not
  * decide where the block goes.
@@ -29,77 +41,157 @@
 typedef const void *nothrow_ref;
 typedef size_t align_val;
 
-enum new_form {
+/* Every operator this file defines. */
+enum cxx_op {
 	NEW, NEW_ARRAY, NEW_NOTHROW, NEW_ARRAY_NOTHROW,
 	NEW_ALIGNED, NEW_ARRAY_ALIGNED, NEW_ALIGNED_NOTHROW, NEW_ARRAY_ALIGNED_NOTHROW,
-	NR_NEW_FORMS
+	DELETE, DELETE_ARRAY, DELETE_SIZED, DELETE_ARRAY_SIZED,
+	DELETE_NOTHROW, DELETE_ARRAY_NOTHROW,
+	DELETE_ALIGNED, DELETE_ARRAY_ALIGNED, DELETE_SIZED_ALIGNED,
+	DELETE_ARRAY_SIZED_ALIGNED, DELETE_ALIGNED_NOTHROW, DELETE_ARRAY_ALIGNED_NOTHROW,
+	NR_CXX_OPS
 };
 
-static const char *const new_symbol[NR_NEW_FORMS] = {
-	[NEW]				= "_Znwm",
-	[NEW_ARRAY]			= "_Znam",
-	[NEW_NOTHROW]			= "_ZnwmRKSt9nothrow_t",
-	[NEW_ARRAY_NOTHROW]		= "_ZnamRKSt9nothrow_t",
-	[NEW_ALIGNED]			= "_ZnwmSt11align_val_t",
-	[NEW_ARRAY_ALIGNED]		= "_ZnamSt11align_val_t",
-	[NEW_ALIGNED_NOTHROW]		= "_ZnwmSt11align_val_tRKSt9nothrow_t",
-	[NEW_ARRAY_ALIGNED_NOTHROW]	= "_ZnamSt11align_val_tRKSt9nothrow_t",
+static const struct {
+	const char *symbol;
+	int calls;	/* the operator its default calls; -1: none */
+} cxx_ops[NR_CXX_OPS] = {
+	[NEW]				= { "_Znwm", -1 },
+	[NEW_ARRAY]			= { "_Znam", NEW },
+	[NEW_NOTHROW]			= { "_ZnwmRKSt9nothrow_t", NEW },
+	[NEW_ARRAY_NOTHROW]		= { "_ZnamRKSt9nothrow_t", NEW_ARRAY },
+	[NEW_ALIGNED]			= { "_ZnwmSt11align_val_t", -1 },
+	[NEW_ARRAY_ALIGNED]		= { "_ZnamSt11align_val_t", NEW_ALIGNED },
+	[NEW_ALIGNED_NOTHROW]		= { "_ZnwmSt11align_val_tRKSt9nothrow_t", NEW_ALIGNED },
+	[NEW_ARRAY_ALIGNED_NOTHROW]	= { "_ZnamSt11align_val_tRKSt9nothrow_t", NEW_ARRAY_ALIGNED },
+	[DELETE]			= { "_ZdlPv", -1 },
+	[DELETE_ARRAY]			= { "_ZdaPv", DELETE },
+	[DELETE_SIZED]			= { "_ZdlPvm", DELETE },
+	[DELETE_ARRAY_SIZED]		= { "_ZdaPvm", DELETE_ARRAY },
+	[DELETE_NOTHROW]		= { "_ZdlPvRKSt9nothrow_t", DELETE },
+	[DELETE_ARRAY_NOTHROW]		= { "_ZdaPvRKSt9nothrow_t", DELETE_ARRAY },
+	[DELETE_ALIGNED]		= { "_ZdlPvSt11align_val_t", -1 },
+	[DELETE_ARRAY_ALIGNED]		= { "_ZdaPvSt11align_val_t", DELETE_ALIGNED },
+	[DELETE_SIZED_ALIGNED]		= { "_ZdlPvmSt11align_val_t", DELETE_ALIGNED },
+	[DELETE_ARRAY_SIZED_ALIGNED]	= { "_ZdaPvmSt11align_val_t", DELETE_ARRAY_ALIGNED },
+	[DELETE_ALIGNED_NOTHROW]	= { "_ZdlPvSt11align_val_tRKSt9nothrow_t", DELETE_ALIGNED },
+	[DELETE_ARRAY_ALIGNED_NOTHROW]	= { "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+					    DELETE_ARRAY_ALIGNED },
 };
 
-/* libstdc++'s operators, looked up at the first failure of each form. */
-static void *libstdcxx_new[NR_NEW_FORMS];
+/* ---- The program's own operators ------------------------------------------------ */
 
 /*
- * The next definition after this one: libstdc++'s, when the drop-in is
- * preloaded or linked into the program. A program that loaded libstdc++
- * only within a library it opened RTLD_LOCAL has it outside that search;
- * dlopen with RTLD_NOLOAD finds it there, loaded or not.
+ * CXX_LOOKED once look_at_operators() has run, with bit op set for each
+ * operator here whose default reaches one of the program's. The fast
+ * paths of the forms with a default compare it with CXX_LOOKED alone.
  */
-static __noinline void *libstdcxx_operator(enum new_form form)
+#define CXX_LOOKED	(1U << 31)
+static unsigned int cxx_forward;
+
+/* Whether symbol, as the program's calls bind it, is another object's. */
+static bool replaced(const char *symbol, const Dl_info *self)
 {
-	void *fn = __atomic_load_n(&libstdcxx_new[form], __ATOMIC_ACQUIRE);
+	void *fn = dlsym(RTLD_DEFAULT, symbol);
+	Dl_info info;
+
+	return fn && dladdr(fn, &info) && info.dli_fbase != self->dli_fbase;
+}
+
+static __noinline unsigned int look_at_operators(void)
+{
+	unsigned int state = CXX_LOOKED, theirs = 0;
+	Dl_info self;
+
+	if (dladdr((void *)look_at_operators, &self)) {
+		for (unsigned int op = 0; op < NR_CXX_OPS; op++)
+			if (replaced(cxx_ops[op].symbol, &self))
+				theirs |= 1U << op;
+		/* Forward if any operator down the default's chain is theirs. */
+		for (unsigned int op = 0; op < NR_CXX_OPS; op++)
+			for (int c = cxx_ops[op].calls; c >= 0; c = cxx_ops[c].calls)
+				if (theirs & (1U << c))
+					state |= 1U << op;
+	}
+	__atomic_store_n(&cxx_forward, state, __ATOMIC_RELAXED);
+	return state;
+}
+
+/* The fast paths' test: looked, and nothing to forward. */
+static __always_inline bool cxx_all_ours(void)
+{
+	return likely(__atomic_load_n(&cxx_forward, __ATOMIC_RELAXED) == CXX_LOOKED);
+}
+
+static bool forwarded(enum cxx_op op)
+{
+	unsigned int state = __atomic_load_n(&cxx_forward, __ATOMIC_RELAXED);
+
+	if (!state)
+		state = look_at_operators();
+	return state & (1U << op);
+}
+
+/* ---- libstdc++'s operators --------------------------------------------------------- */
+
+static void *libstdcxx_fn[NR_CXX_OPS];
+
+/*
+ * libstdc++'s definition of op: the next after this one when the drop-in
+ * is preloaded or linked into the program. A program that loaded
+ * libstdc++ only within a library it opened RTLD_LOCAL has it outside that
+ * search; dlopen with RTLD_NOLOAD finds it there.
+ */
+static __noinline void *libstdcxx_operator(enum cxx_op op)
+{
+	void *fn = __atomic_load_n(&libstdcxx_fn[op], __ATOMIC_ACQUIRE);
 	void *h;
 
 	if (likely(fn))
 		return fn;
-	fn = dlsym(RTLD_NEXT, new_symbol[form]);
+	fn = dlsym(RTLD_NEXT, cxx_ops[op].symbol);
 	if (!fn) {
 		h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
 		if (h) {
-			fn = dlsym(h, new_symbol[form]);
+			fn = dlsym(h, cxx_ops[op].symbol);
 			dlclose(h);
 		}
 	}
 	if (!fn) {
-		slub_pr_err("libslub-malloc: %s failed, and there is no libstdc++ "
-			    "to throw std::bad_alloc\n", new_symbol[form]);
+		slub_pr_err("libslub-malloc: %s needs libstdc++'s, and there is "
+			    "no libstdc++\n", cxx_ops[op].symbol);
 		abort();
 	}
-	__atomic_store_n(&libstdcxx_new[form], fn, __ATOMIC_RELEASE);
+	__atomic_store_n(&libstdcxx_fn[op], fn, __ATOMIC_RELEASE);
 	return fn;
 }
 
+/* ---- new ---------------------------------------------------------------------------- */
+
 /*
- * Outside the fast path: the whole malloc, then libstdc++'s operator if
- * that fails. The operators tail-call this (TAIL_CALLER), so that its
- * return address is their caller, for SLUB_DEBUG's allocation tracks.
+ * Outside the fast path: the whole malloc, or libstdc++'s operator when
+ * that fails or the program's operators are to be reached. The operators
+ * tail-call this (TAIL_CALLER), so that its return address is their
+ * caller, for SLUB_DEBUG's allocation tracks.
  */
-static __noinline void *new_slow(enum new_form form, size_t size, size_t align,
+static __noinline void *new_slow(enum cxx_op op, size_t size, size_t align,
 				 nothrow_ref nt, unsigned long caller)
 {
 	void *p = NULL, *fn;
 
 	if (caller == TAIL_CALLER)
 		caller = _RET_IP_;
-	if (form < NEW_ALIGNED)
-		p = slub_malloc_slow(size, GFP_KERNEL, caller);
-	else if (align && !(align & (align - 1)))
-		p = slub_aligned(align, size ? size : 1, caller);
-	if (likely(p))
-		return p;
+	if (!forwarded(op)) {
+		if (op < NEW_ALIGNED)
+			p = slub_malloc_slow(size, GFP_KERNEL, caller);
+		else if (align && !(align & (align - 1)))
+			p = slub_aligned(align, size ? size : 1, caller);
+		if (likely(p))
+			return p;
+	}
 
-	fn = libstdcxx_operator(form);
-	switch (form) {
+	fn = libstdcxx_operator(op);
+	switch (op) {
 	case NEW:
 	case NEW_ARRAY:
 		return ((void *(*)(size_t))fn)(size);
@@ -114,8 +206,6 @@ static __noinline void *new_slow(enum new_form form, size_t size, size_t align,
 	}
 }
 
-/* ---- new ---------------------------------------------------------------------------- */
-
 /* Declared here: C has no header for them. */
 void *_Znwm(size_t size);
 void *_Znam(size_t size);
@@ -126,38 +216,42 @@ void *_ZnamSt11align_val_t(size_t size, align_val align);
 void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, align_val align, nothrow_ref nt);
 void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, align_val align, nothrow_ref nt);
 
-/* The plain forms: malloc's fast path, or the tail call. */
-#define NEW_FAST(form, size, nt)						\
+/* operator new(size_t): malloc's fast path, or the tail call. */
+MALLOC_API void *_Znwm(size_t size)
+{
+	void *p;
+
+	if (likely(malloc_fast(size, &p)))
+		return p;
+	return new_slow(NEW, size, 0, NULL, ENTRY_CALLER(_RET_IP_));
+}
+
+/* The forms whose default calls another: the same, once nothing is forwarded. */
+#define NEW_DERIVED(op, size, nt)						\
 	do {									\
 		void *p;							\
 										\
-		if (likely(malloc_fast(size, &p)))				\
+		if (cxx_all_ours() && likely(malloc_fast(size, &p)))		\
 			return p;						\
-		return new_slow(form, size, 0, nt, ENTRY_CALLER(_RET_IP_));	\
+		return new_slow(op, size, 0, nt, ENTRY_CALLER(_RET_IP_));	\
 	} while (0)
-
-/* operator new(size_t) */
-MALLOC_API void *_Znwm(size_t size)
-{
-	NEW_FAST(NEW, size, NULL);
-}
 
 /* operator new[](size_t) */
 MALLOC_API void *_Znam(size_t size)
 {
-	NEW_FAST(NEW_ARRAY, size, NULL);
+	NEW_DERIVED(NEW_ARRAY, size, NULL);
 }
 
 /* operator new(size_t, const std::nothrow_t &) */
 MALLOC_API void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt)
 {
-	NEW_FAST(NEW_NOTHROW, size, nt);
+	NEW_DERIVED(NEW_NOTHROW, size, nt);
 }
 
 /* operator new[](size_t, const std::nothrow_t &) */
 MALLOC_API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt)
 {
-	NEW_FAST(NEW_ARRAY_NOTHROW, size, nt);
+	NEW_DERIVED(NEW_ARRAY_NOTHROW, size, nt);
 }
 
 /* The aligned forms: memalign's way, a power-of-two class or page block. */
@@ -185,6 +279,43 @@ MALLOC_API void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, align_val align
 
 /* ---- delete ------------------------------------------------------------------------- */
 
+/*
+ * A delete whose default is to be reached, or before the look: free, or
+ * libstdc++'s operator of the same name. a and b are the arguments after
+ * the pointer, in order, for those that have them.
+ */
+static __noinline void delete_slow(enum cxx_op op, void *p, size_t a, size_t b)
+{
+	void *fn;
+
+	if (!forwarded(op)) {
+		slub_free(p, (const void *)_RET_IP_);
+		return;
+	}
+	fn = libstdcxx_operator(op);
+	switch (op) {
+	case DELETE_ARRAY:
+		((void (*)(void *))fn)(p);
+		break;
+	case DELETE_SIZED:
+	case DELETE_ARRAY_SIZED:
+	case DELETE_ARRAY_ALIGNED:
+		((void (*)(void *, size_t))fn)(p, a);
+		break;
+	case DELETE_NOTHROW:
+	case DELETE_ARRAY_NOTHROW:
+		((void (*)(void *, nothrow_ref))fn)(p, (nothrow_ref)a);
+		break;
+	case DELETE_SIZED_ALIGNED:
+	case DELETE_ARRAY_SIZED_ALIGNED:
+		((void (*)(void *, size_t, align_val))fn)(p, a, b);
+		break;
+	default:	/* the aligned nothrow ones */
+		((void (*)(void *, align_val, nothrow_ref))fn)(p, a, (nothrow_ref)b);
+		break;
+	}
+}
+
 void _ZdlPv(void *p);
 void _ZdaPv(void *p);
 void _ZdlPvm(void *p, size_t size);
@@ -205,23 +336,38 @@ MALLOC_API void _ZdlPv(void *p)
 }
 
 /*
- * Every other delete is an alias of it: the same code, the same caller.
- * Their further arguments come in registers the code never reads (the
- * x86-64 and AArch64 calling conventions leave them to the callee to
- * ignore), which is all the type mismatch gcc warns of here means.
+ * operator delete(void *, std::align_val_t), the other delete with no
+ * default to reach, is the same code. Its alignment comes in a register
+ * the code never reads (the x86-64 and AArch64 calling conventions leave
+ * extra arguments to the callee to ignore), which is all the type
+ * mismatch gcc warns of here means.
  */
 #pragma GCC diagnostic ignored "-Wattribute-alias"
-#define DELETE_ALIAS(name, ...)							\
-	MALLOC_API void name(void *p, __VA_ARGS__) __attribute__((alias("_ZdlPv")))
+MALLOC_API void _ZdlPvSt11align_val_t(void *p, align_val align)
+	__attribute__((alias("_ZdlPv")));
 
-MALLOC_API void _ZdaPv(void *p) __attribute__((alias("_ZdlPv")));
-DELETE_ALIAS(_ZdlPvm, size_t size);
-DELETE_ALIAS(_ZdaPvm, size_t size);
-DELETE_ALIAS(_ZdlPvRKSt9nothrow_t, nothrow_ref nt);
-DELETE_ALIAS(_ZdaPvRKSt9nothrow_t, nothrow_ref nt);
-DELETE_ALIAS(_ZdlPvSt11align_val_t, align_val align);
-DELETE_ALIAS(_ZdaPvSt11align_val_t, align_val align);
-DELETE_ALIAS(_ZdlPvmSt11align_val_t, size_t size, align_val align);
-DELETE_ALIAS(_ZdaPvmSt11align_val_t, size_t size, align_val align);
-DELETE_ALIAS(_ZdlPvSt11align_val_tRKSt9nothrow_t, align_val align, nothrow_ref nt);
-DELETE_ALIAS(_ZdaPvSt11align_val_tRKSt9nothrow_t, align_val align, nothrow_ref nt);
+/* The forms whose default calls another delete: free, once nothing is forwarded. */
+#define DELETE_DERIVED(name, op, params, a, b)					\
+	MALLOC_API void name params						\
+	{									\
+		if (cxx_all_ours())						\
+			slub_free(p, (const void *)ENTRY_CALLER(_RET_IP_));	\
+		else								\
+			delete_slow(op, p, (size_t)(a), (size_t)(b));		\
+	}
+
+DELETE_DERIVED(_ZdaPv, DELETE_ARRAY, (void *p), 0, 0)
+DELETE_DERIVED(_ZdlPvm, DELETE_SIZED, (void *p, size_t size), size, 0)
+DELETE_DERIVED(_ZdaPvm, DELETE_ARRAY_SIZED, (void *p, size_t size), size, 0)
+DELETE_DERIVED(_ZdlPvRKSt9nothrow_t, DELETE_NOTHROW, (void *p, nothrow_ref nt), nt, 0)
+DELETE_DERIVED(_ZdaPvRKSt9nothrow_t, DELETE_ARRAY_NOTHROW, (void *p, nothrow_ref nt), nt, 0)
+DELETE_DERIVED(_ZdaPvSt11align_val_t, DELETE_ARRAY_ALIGNED, (void *p, align_val align),
+	       align, 0)
+DELETE_DERIVED(_ZdlPvmSt11align_val_t, DELETE_SIZED_ALIGNED,
+	       (void *p, size_t size, align_val align), size, align)
+DELETE_DERIVED(_ZdaPvmSt11align_val_t, DELETE_ARRAY_SIZED_ALIGNED,
+	       (void *p, size_t size, align_val align), size, align)
+DELETE_DERIVED(_ZdlPvSt11align_val_tRKSt9nothrow_t, DELETE_ALIGNED_NOTHROW,
+	       (void *p, align_val align, nothrow_ref nt), align, nt)
+DELETE_DERIVED(_ZdaPvSt11align_val_tRKSt9nothrow_t, DELETE_ARRAY_ALIGNED_NOTHROW,
+	       (void *p, align_val align, nothrow_ref nt), align, nt)
