@@ -123,10 +123,13 @@ static __always_inline bool cxx_all_ours(void)
 	return likely(__atomic_load_n(&cxx_forward, __ATOMIC_RELAXED) == CXX_LOOKED);
 }
 
+/* Whether op is to pass its call on; the operators with no default never are. */
 static bool forwarded(enum cxx_op op)
 {
 	unsigned int state = __atomic_load_n(&cxx_forward, __ATOMIC_RELAXED);
 
+	if (cxx_ops[op].calls < 0)
+		return false;
 	if (!state)
 		state = look_at_operators();
 	return state & (1U << op);
