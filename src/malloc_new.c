@@ -35,7 +35,17 @@
 #include "malloc_internal.h"
 #include "report.h"
 
-#define MALLOC_API	__attribute__((visibility("default")))
+/*
+ * Weak, so that a program that links libslub-malloc.a and defines some
+ * operators of its own links without "multiple definition" errors, its
+ * definitions taking the place of these. Each also has a hidden alias,
+ * local_<name>, the address of this definition whatever the program's
+ * calls bind to, for look_at_operators().
+ */
+#define CXX_API		__attribute__((visibility("default"), weak))
+#define LOCAL(name)							\
+	extern __typeof__(name) local_##name				\
+		__attribute__((alias(#name), visibility("hidden")))
 
 /* std::nothrow_t and std::align_val_t as the Itanium C++ ABI passes them. */
 typedef const void *nothrow_ref;
@@ -89,33 +99,7 @@ static const struct {
 #define CXX_LOOKED	(1U << 31)
 static unsigned int cxx_forward;
 
-/* Whether symbol, as the program's calls bind it, is another object's. */
-static bool replaced(const char *symbol, const Dl_info *self)
-{
-	void *fn = dlsym(RTLD_DEFAULT, symbol);
-	Dl_info info;
-
-	return fn && dladdr(fn, &info) && info.dli_fbase != self->dli_fbase;
-}
-
-static __noinline unsigned int look_at_operators(void)
-{
-	unsigned int state = CXX_LOOKED, theirs = 0;
-	Dl_info self;
-
-	if (dladdr((void *)look_at_operators, &self)) {
-		for (unsigned int op = 0; op < NR_CXX_OPS; op++)
-			if (replaced(cxx_ops[op].symbol, &self))
-				theirs |= 1U << op;
-		/* Forward if any operator down the default's chain is theirs. */
-		for (unsigned int op = 0; op < NR_CXX_OPS; op++)
-			for (int c = cxx_ops[op].calls; c >= 0; c = cxx_ops[c].calls)
-				if (theirs & (1U << c))
-					state |= 1U << op;
-	}
-	__atomic_store_n(&cxx_forward, state, __ATOMIC_RELAXED);
-	return state;
-}
+static unsigned int look_at_operators(void);
 
 /* The fast paths' test: looked, and nothing to forward. */
 static __always_inline bool cxx_all_ours(void)
@@ -220,7 +204,7 @@ void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, align_val align, nothrow_r
 void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, align_val align, nothrow_ref nt);
 
 /* operator new(size_t): malloc's fast path, or the tail call. */
-MALLOC_API void *_Znwm(size_t size)
+CXX_API void *_Znwm(size_t size)
 {
 	void *p;
 
@@ -228,6 +212,7 @@ MALLOC_API void *_Znwm(size_t size)
 		return p;
 	return new_slow(NEW, size, 0, NULL, ENTRY_CALLER(_RET_IP_));
 }
+LOCAL(_Znwm);
 
 /* The forms whose default calls another: the same, once nothing is forwarded. */
 #define NEW_DERIVED(op, size, nt)						\
@@ -240,45 +225,52 @@ MALLOC_API void *_Znwm(size_t size)
 	} while (0)
 
 /* operator new[](size_t) */
-MALLOC_API void *_Znam(size_t size)
+CXX_API void *_Znam(size_t size)
 {
 	NEW_DERIVED(NEW_ARRAY, size, NULL);
 }
+LOCAL(_Znam);
 
 /* operator new(size_t, const std::nothrow_t &) */
-MALLOC_API void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt)
+CXX_API void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt)
 {
 	NEW_DERIVED(NEW_NOTHROW, size, nt);
 }
+LOCAL(_ZnwmRKSt9nothrow_t);
 
 /* operator new[](size_t, const std::nothrow_t &) */
-MALLOC_API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt)
+CXX_API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt)
 {
 	NEW_DERIVED(NEW_ARRAY_NOTHROW, size, nt);
 }
+LOCAL(_ZnamRKSt9nothrow_t);
 
 /* The aligned forms: memalign's way, a power-of-two class or page block. */
-MALLOC_API void *_ZnwmSt11align_val_t(size_t size, align_val align)
+CXX_API void *_ZnwmSt11align_val_t(size_t size, align_val align)
 {
 	return new_slow(NEW_ALIGNED, size, align, NULL, _RET_IP_);
 }
+LOCAL(_ZnwmSt11align_val_t);
 
-MALLOC_API void *_ZnamSt11align_val_t(size_t size, align_val align)
+CXX_API void *_ZnamSt11align_val_t(size_t size, align_val align)
 {
 	return new_slow(NEW_ARRAY_ALIGNED, size, align, NULL, _RET_IP_);
 }
+LOCAL(_ZnamSt11align_val_t);
 
-MALLOC_API void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, align_val align,
+CXX_API void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, align_val align,
 						    nothrow_ref nt)
 {
 	return new_slow(NEW_ALIGNED_NOTHROW, size, align, nt, _RET_IP_);
 }
+LOCAL(_ZnwmSt11align_val_tRKSt9nothrow_t);
 
-MALLOC_API void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, align_val align,
+CXX_API void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, align_val align,
 						    nothrow_ref nt)
 {
 	return new_slow(NEW_ARRAY_ALIGNED_NOTHROW, size, align, nt, _RET_IP_);
 }
+LOCAL(_ZnamSt11align_val_tRKSt9nothrow_t);
 
 /* ---- delete ------------------------------------------------------------------------- */
 
@@ -333,10 +325,11 @@ void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, align_val align, nothrow_ref n
 void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, align_val align, nothrow_ref nt);
 
 /* operator delete(void *), as free() */
-MALLOC_API void _ZdlPv(void *p)
+CXX_API void _ZdlPv(void *p)
 {
 	slub_free(p, (const void *)ENTRY_CALLER(_RET_IP_));
 }
+LOCAL(_ZdlPv);
 
 /*
  * operator delete(void *, std::align_val_t), the other delete with no
@@ -346,18 +339,20 @@ MALLOC_API void _ZdlPv(void *p)
  * mismatch gcc warns of here means.
  */
 #pragma GCC diagnostic ignored "-Wattribute-alias"
-MALLOC_API void _ZdlPvSt11align_val_t(void *p, align_val align)
+CXX_API void _ZdlPvSt11align_val_t(void *p, align_val align)
 	__attribute__((alias("_ZdlPv")));
+LOCAL(_ZdlPvSt11align_val_t);
 
 /* The forms whose default calls another delete: free, once nothing is forwarded. */
 #define DELETE_DERIVED(name, op, params, a, b)					\
-	MALLOC_API void name params						\
+	CXX_API void name params						\
 	{									\
 		if (cxx_all_ours())						\
 			slub_free(p, (const void *)ENTRY_CALLER(_RET_IP_));	\
 		else								\
 			delete_slow(op, p, (size_t)(a), (size_t)(b));		\
-	}
+	}									\
+	LOCAL(name);
 
 DELETE_DERIVED(_ZdaPv, DELETE_ARRAY, (void *p), 0, 0)
 DELETE_DERIVED(_ZdlPvm, DELETE_SIZED, (void *p, size_t size), size, 0)
@@ -374,3 +369,53 @@ DELETE_DERIVED(_ZdlPvSt11align_val_tRKSt9nothrow_t, DELETE_ALIGNED_NOTHROW,
 	       (void *p, align_val align, nothrow_ref nt), align, nt)
 DELETE_DERIVED(_ZdaPvSt11align_val_tRKSt9nothrow_t, DELETE_ARRAY_ALIGNED_NOTHROW,
 	       (void *p, align_val align, nothrow_ref nt), align, nt)
+
+/* ---- Which operators are the program's ------------------------------------------ */
+
+static void *const our_ops[NR_CXX_OPS] = {
+	[NEW] = local__Znwm,
+	[NEW_ARRAY] = local__Znam,
+	[NEW_NOTHROW] = local__ZnwmRKSt9nothrow_t,
+	[NEW_ARRAY_NOTHROW] = local__ZnamRKSt9nothrow_t,
+	[NEW_ALIGNED] = local__ZnwmSt11align_val_t,
+	[NEW_ARRAY_ALIGNED] = local__ZnamSt11align_val_t,
+	[NEW_ALIGNED_NOTHROW] = local__ZnwmSt11align_val_tRKSt9nothrow_t,
+	[NEW_ARRAY_ALIGNED_NOTHROW] = local__ZnamSt11align_val_tRKSt9nothrow_t,
+	[DELETE] = local__ZdlPv,
+	[DELETE_ARRAY] = local__ZdaPv,
+	[DELETE_SIZED] = local__ZdlPvm,
+	[DELETE_ARRAY_SIZED] = local__ZdaPvm,
+	[DELETE_NOTHROW] = local__ZdlPvRKSt9nothrow_t,
+	[DELETE_ARRAY_NOTHROW] = local__ZdaPvRKSt9nothrow_t,
+	[DELETE_ALIGNED] = local__ZdlPvSt11align_val_t,
+	[DELETE_ARRAY_ALIGNED] = local__ZdaPvSt11align_val_t,
+	[DELETE_SIZED_ALIGNED] = local__ZdlPvmSt11align_val_t,
+	[DELETE_ARRAY_SIZED_ALIGNED] = local__ZdaPvmSt11align_val_t,
+	[DELETE_ALIGNED_NOTHROW] = local__ZdlPvSt11align_val_tRKSt9nothrow_t,
+	[DELETE_ARRAY_ALIGNED_NOTHROW] = local__ZdaPvSt11align_val_tRKSt9nothrow_t,
+};
+
+/*
+ * An operator is the program's when its calls bind elsewhere than to this
+ * definition: to a definition in the executable, preloaded or not, or, in
+ * a program linked with libslub-malloc.a, to a strong one that took the
+ * place of this weak one.
+ */
+static __noinline unsigned int look_at_operators(void)
+{
+	unsigned int state = CXX_LOOKED, theirs = 0;
+
+	for (unsigned int op = 0; op < NR_CXX_OPS; op++) {
+		void *fn = dlsym(RTLD_DEFAULT, cxx_ops[op].symbol);
+
+		if (fn && fn != our_ops[op])
+			theirs |= 1U << op;
+	}
+	/* Forward if any operator down the default's chain is theirs. */
+	for (unsigned int op = 0; op < NR_CXX_OPS; op++)
+		for (int c = cxx_ops[op].calls; c >= 0; c = cxx_ops[c].calls)
+			if (theirs & (1U << c))
+				state |= 1U << op;
+	__atomic_store_n(&cxx_forward, state, __ATOMIC_RELAXED);
+	return state;
+}

@@ -12,6 +12,10 @@
  * block. The aligned forms, which the program leaves alone, stay the
  * drop-in's.
  *
+ * malloc_replaced_static is the same program linked with libslub-malloc.a
+ * (run with --static): there the drop-in's operators are weak, and the
+ * program's two take their place without a "multiple definition" error.
+ *
  * Prints "malloc_replaced: ok" and exits 0, or says what was wrong.
  */
 #include <dlfcn.h>
@@ -82,19 +86,25 @@ static void expect(bool ok, const char *what)
 	}
 }
 
-static bool in_slub(const char *symbol)
+/* Whether symbol is libslub-malloc's: in the preloaded library, or linked in. */
+static bool in_slub(const char *symbol, bool linked)
 {
-	Dl_info info;
+	Dl_info info, self;
 	void *fn = dlsym(RTLD_DEFAULT, symbol);
 
-	return fn && dladdr(fn, &info) && info.dli_fname &&
-	       strstr(info.dli_fname, "libslub-malloc");
+	if (!fn || !dladdr(fn, &info) || !info.dli_fname)
+		return false;
+	if (linked)
+		return dladdr((void *)&in_slub, &self) && info.dli_fbase == self.dli_fbase;
+	return strstr(info.dli_fname, "libslub-malloc") != NULL;
 }
 
-int main()
+int main(int argc, char **argv)
 {
-	expect(in_slub("malloc"), "malloc is not libslub-malloc's (not preloaded?)");
-	expect(in_slub("_ZdlPvm"), "the sized delete is not libslub-malloc's");
+	bool linked = argc > 1 && !strcmp(argv[1], "--static");
+
+	expect(in_slub("malloc", linked), "malloc is not libslub-malloc's");
+	expect(in_slub("_ZdlPvm", linked), "the sized delete is not libslub-malloc's");
 
 	delete hide(new plain());			/* sized delete */
 	delete[] hide(new int[100]);			/* new[], delete[] */
