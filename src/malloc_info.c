@@ -176,24 +176,17 @@ MALLOC_API int malloc_info(int options, FILE *fp)
  * glibc's parameters are accepted and change nothing: libslub has no
  * arenas, no heap top to trim and no fastbins, its large blocks go to
  * mmap at a fixed 4 MiB, and its checks and poisoning are slub_debug's
- * (SLUB_DEBUG=FZP and the like). Returns 1, as glibc does for a
- * parameter it knows; 0 for one it does not.
+ * (SLUB_DEBUG=FZP and the like). The result is glibc 2.36's: 0 for an
+ * M_MXFAST outside 0 ... 80 * sizeof(size_t) / 4, the one value it
+ * checks, else 1, unknown parameters included (glibc's switch has no
+ * default that fails), so a program that tests the result takes the
+ * same branch as under glibc.
  */
+#define MAX_FAST_SIZE	(80 * sizeof(size_t) / 4)
+
 MALLOC_API int mallopt(int param, int value)
 {
-	(void)value;
-	switch (param) {
-	case M_MXFAST:
-	case M_TRIM_THRESHOLD:
-	case M_TOP_PAD:
-	case M_MMAP_THRESHOLD:
-	case M_MMAP_MAX:
-	case M_CHECK_ACTION:
-	case M_PERTURB:
-	case M_ARENA_TEST:
-	case M_ARENA_MAX:
-		return 1;
-	default:
-		return 0;
-	}
+	if (param == M_MXFAST)
+		return value >= 0 && (size_t)value <= MAX_FAST_SIZE;
+	return 1;
 }

@@ -144,7 +144,7 @@ static long long xml_attr(const char *text, const char *elem, const char *attr)
  * malloc_info() prints glibc's XML with libslub's figures: the free
  * objects of each class under <sizes>, "rest" as mallinfo2()'s fordblks
  * and "current" as its arena; options other than 0 are EINVAL. mallopt()
- * knows glibc's parameters and no others.
+ * answers as glibc 2.36: 0 only for an M_MXFAST out of its range.
  */
 static void test_malloc_info_xml(void)
 {
@@ -184,7 +184,12 @@ static void test_malloc_info_xml(void)
 	CHECK_EQ(mallopt(M_ARENA_MAX, 1), 1);
 	CHECK_EQ(mallopt(M_MMAP_THRESHOLD, 1 << 20), 1);
 	CHECK_EQ(mallopt(M_PERTURB, 0x5a), 1);
-	CHECK_EQ(mallopt(-1234, 0), 0);
+	CHECK_EQ(mallopt(M_MXFAST, 0), 1);
+	CHECK_EQ(mallopt(M_MXFAST, 160), 1);
+	CHECK_EQ(mallopt(M_MXFAST, 161), 0);
+	CHECK_EQ(mallopt(M_MXFAST, -1), 0);
+	CHECK_EQ(mallopt(-1234, 0), 1);
+	CHECK_EQ(mallopt(12345, 1), 1);
 }
 
 int main(void)
