@@ -157,7 +157,6 @@ static __noinline void kfree_bad(const void *p, const void *caller)
 void kfree(const void *p)
 {
 	struct slab *slab;
-	struct page *page;
 
 	if (unlikely(ZERO_OR_NULL_PTR(p)))
 		return;
@@ -166,11 +165,18 @@ void kfree(const void *p)
 		slab_free(slab->slab_cache, slab, (void *)p, _RET_IP_);
 		return;
 	}
-	page = large_page(p);
-	if (page)
-		free_pages((void *)p, PAGE_STATE_ORDER(page_state(page)));
-	else
+	if (!kfree_large(p))
 		kfree_bad(p, __builtin_return_address(0));
+}
+
+bool kfree_large(const void *p)
+{
+	struct page *page = large_page(p);
+
+	if (!page)
+		return false;
+	free_pages((void *)p, PAGE_STATE_ORDER(page_state(page)));
+	return true;
 }
 
 size_t __ksize(const void *p)

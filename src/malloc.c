@@ -8,7 +8,8 @@
  *                     every object is 16-byte aligned: every cache size
  *                     from 16 up is a multiple of 16)
  *   size <= 4 MiB     a block of 2^order pages from the page allocator
- *   larger            mmap, given back with munmap on free
+ *                     (a mapping of its own once the arena is full)
+ *   larger            mmap, given back with munmap on free (malloc_huge.c)
  *
  * glibc's semantics: malloc(0) returns a unique pointer, realloc(p, 0)
  * frees and returns NULL, failures set errno to ENOMEM, calloc and
@@ -100,175 +101,28 @@ static __noinline int malloc_init(void)
 	return ret;
 }
 
-/* ---- Huge allocations: mmap, in a registry so free() can check them --------- */
-
-#define HUGE_SLOTS	(1U << 16)
-
-struct huge {
-	uintptr_t addr;		/* 0: free slot */
-	size_t size;		/* mapped length */
-};
-
-static struct huge *huge_table;
-static struct slub_lock huge_lock = SLUB_LOCK_INIT;
-/* For mallinfo2() and malloc_stats(), under huge_lock. */
-static struct malloc_huge_usage huge_usage;
-
-static inline unsigned int huge_slot(uintptr_t addr)
-{
-	return (unsigned int)((addr >> 12) * 2654435761U) & (HUGE_SLOTS - 1);
-}
-
-/* Linear probing; NULL if absent (or, to insert, if the table is full). */
-static struct huge *huge_find(uintptr_t addr, bool insert)
-{
-	unsigned int i = huge_slot(addr);
-
-	if (!huge_table) {
-		void *t = mmap(NULL, HUGE_SLOTS * sizeof(struct huge),
-			       PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-		if (t == MAP_FAILED)
-			return NULL;
-		huge_table = t;
-	}
-	for (unsigned int n = 0; n < HUGE_SLOTS; n++, i = (i + 1) & (HUGE_SLOTS - 1)) {
-		struct huge *h = &huge_table[i];
-
-		if (h->addr == addr)
-			return h;
-		if (h->addr == 0)
-			return insert ? h : NULL;
-	}
-	return NULL;
-}
-
-/*
- * Remove an entry without leaving a tombstone (tombstones only ever add
- * up, until every insert scans the whole table): move back each later
- * entry of the run whose home slot does not lie between the hole and it.
- */
-static void huge_remove(struct huge *h)
-{
-	unsigned int hole = (unsigned int)(h - huge_table), j = hole;
-
-	for (;;) {
-		unsigned int home;
-
-		j = (j + 1) & (HUGE_SLOTS - 1);
-		if (!huge_table[j].addr)
-			break;
-		home = huge_slot(huge_table[j].addr);
-		if (((j - home) & (HUGE_SLOTS - 1)) >=
-		    ((j - hole) & (HUGE_SLOTS - 1))) {
-			huge_table[hole] = huge_table[j];
-			hole = j;
-		}
-	}
-	huge_table[hole].addr = 0;
-}
-
-static void *huge_alloc(size_t size, size_t align)
-{
-	size_t len, extra = align > PAGE_SIZE ? align : 0;
-	struct huge *h;
-	char *p, *start;
-
-	if (size > SIZE_MAX - PAGE_SIZE - extra) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (!size)
-		size = 1;	/* a unique block of its own, as malloc(0) */
-	len = ALIGN(size, PAGE_SIZE) + extra;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		 -1, 0);
-	if (p == MAP_FAILED) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	start = p;
-	if (extra) {
-		start = (char *)ALIGN((uintptr_t)p, align);
-		if (start > p)
-			munmap(p, (size_t)(start - p));
-		munmap(start + ALIGN(size, PAGE_SIZE),
-		       (size_t)(p + len - start) - ALIGN(size, PAGE_SIZE));
-		len = ALIGN(size, PAGE_SIZE);
-	}
-	slub_lock(&huge_lock);
-	h = huge_find((uintptr_t)start, true);
-	if (h) {
-		h->addr = (uintptr_t)start;
-		h->size = len;
-		huge_usage.nr++;
-		huge_usage.bytes += len;
-		if (huge_usage.nr > huge_usage.max_nr)
-			huge_usage.max_nr = huge_usage.nr;
-		if (huge_usage.bytes > huge_usage.max_bytes)
-			huge_usage.max_bytes = huge_usage.bytes;
-	}
-	slub_unlock(&huge_lock);
-	if (!h) {
-		munmap(start, len);
-		errno = ENOMEM;
-		return NULL;
-	}
-	return start;
-}
-
-void malloc_huge_usage(struct malloc_huge_usage *u)
-{
-	slub_lock(&huge_lock);
-	*u = huge_usage;
-	slub_unlock(&huge_lock);
-}
-
-/* Called by init.c's fork handlers, before and after every other lock. */
-void malloc_fork_prepare(void)
-{
-	slub_lock(&huge_lock);
-}
-
-void malloc_fork_parent(void)
-{
-	slub_unlock(&huge_lock);
-}
-
-void malloc_fork_child(void)
-{
-	slub_lock_init(&huge_lock);
-}
-
-/* Size of a huge allocation, 0 if p is not one; removes it if unmap. */
-static size_t huge_lookup(const void *p, bool unmap)
-{
-	struct huge *h;
-	size_t size = 0;
-
-	slub_lock(&huge_lock);
-	h = huge_table ? huge_find((uintptr_t)p, false) : NULL;
-	if (h) {
-		size = h->size;
-		if (unmap) {
-			huge_remove(h);
-			huge_usage.nr--;
-			huge_usage.bytes -= size;
-		}
-	}
-	slub_unlock(&huge_lock);
-	if (h && unmap)
-		munmap((void *)p, size);
-	return size;
-}
-
 /* ---- The calls ---------------------------------------------------------------- */
 
 static inline bool in_arena(const void *p)
 {
 	return (const char *)p >= zone.arena &&
 	       (const char *)p < zone.arena + (zone.nr_pages << PAGE_SHIFT);
+}
+
+/*
+ * A block of pages the arena has no room for: a mapping of its own, as a
+ * huge block's, while the address space has room. Only a small arena
+ * runs out with address space left (under ulimit -v, zone.c sizes it to
+ * a quarter of the limit). Not while fault injection is on: there the
+ * failure is the point. Slab objects have no such way out.
+ */
+static __noinline void *page_block_fallback(size_t size, size_t align)
+{
+	if (READ_ONCE(slub_fail_on)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return huge_alloc(size, align);
 }
 
 /* caller: malloc's caller, for SLUB_DEBUG's allocation tracks. */
@@ -302,10 +156,7 @@ __noinline void *slub_malloc_slow(size_t size, gfp_t gfp, unsigned long caller)
 	}
 	if (size <= MAX_PAGES_SIZE) {
 		p = kmalloc(size, gfp | __GFP_NOWARN);
-		if (p)
-			return p;
-		errno = ENOMEM;
-		return NULL;
+		return p ? p : page_block_fallback(size, 0);
 	}
 	return huge_alloc(size, 0);	/* fresh mappings are zeroed */
 }
@@ -330,7 +181,8 @@ __noinline void slub_free_slow(void *p, const void *caller)
 			slab_free(slab->slab_cache, slab, p, (unsigned long)caller);
 			return;
 		}
-		kfree(p);	/* page blocks; reports what is neither */
+		if (!kfree_large(p))	/* a block of pages, or nothing of ours */
+			bad_free(p, "free", caller);
 		return;
 	}
 	if (is_boot(p))
@@ -428,26 +280,8 @@ static void *slub_realloc(void *p, size_t size, const void *caller)
 		return p;
 	}
 	if (old > MAX_PAGES_SIZE && size > MAX_PAGES_SIZE && !in_arena(p)) {
-		size_t len = ALIGN(size, PAGE_SIZE);
-		struct huge *h;
-
-		/*
-		 * Under huge_lock from mremap to the new entry: once p's range
-		 * is unmapped another thread's mmap can return it, and its
-		 * huge_alloc() must not meet p's entry still there. Removing
-		 * p's entry frees a slot, so the insert cannot fail.
-		 */
-		slub_lock(&huge_lock);
-		h = huge_find((uintptr_t)p, false);
-		n = h ? mremap(p, old, len, MREMAP_MAYMOVE) : MAP_FAILED;
-		if (n != MAP_FAILED) {
-			huge_remove(h);
-			h = huge_find((uintptr_t)n, true);
-			h->addr = (uintptr_t)n;
-			h->size = len;
-		}
-		slub_unlock(&huge_lock);
-		if (n != MAP_FAILED)
+		n = huge_remap(p, size);
+		if (n)
 			return n;
 	}
 	n = slub_malloc(size, GFP_KERNEL, (unsigned long)caller);
@@ -483,6 +317,7 @@ MALLOC_API void *reallocarray(void *p, size_t n, size_t size)
  */
 void *slub_aligned(size_t align, size_t size, unsigned long caller)
 {
+	void *p;
 	size_t want;
 	unsigned int order;
 
@@ -503,7 +338,8 @@ void *slub_aligned(size_t align, size_t size, unsigned long caller)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return __get_free_pages(GFP_KERNEL | __GFP_NOWARN, order);
+	p = __get_free_pages(GFP_KERNEL | __GFP_NOWARN, order);
+	return p ? p : page_block_fallback(size, align);
 }
 
 static inline bool power_of_two(size_t x)

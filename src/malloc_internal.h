@@ -72,5 +72,9 @@ struct malloc_huge_usage {
 };
 
 void malloc_huge_usage(struct malloc_huge_usage *u);
+/* malloc_huge.c: a new huge block, NULL and ENOMEM if none; align 0 or a power of two. */
+void *huge_alloc(size_t size, size_t align);
+size_t huge_lookup(const void *p, bool unmap);
+void *huge_remap(void *p, size_t size);
 
 #endif /* SLUB_MALLOC_INTERNAL_H */

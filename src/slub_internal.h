@@ -451,6 +451,8 @@ static inline struct kmem_cache *kmalloc_slab(size_t size)
 void *__kmalloc_cache(struct kmem_cache *s, gfp_t gfp, size_t size);
 /* ksize() without giving the kmalloc red zone up (realloc's own use). */
 size_t __ksize(const void *p);
+/* kfree() of a block of pages: false, and nothing freed, if p is not one's head. */
+bool kfree_large(const void *p);
 /*
  * For an address __ksize() found no block at: if it lies inside a slab
  * (an object's inside, past its last object), report it as a free of it

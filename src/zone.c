@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "init.h"
 #include "policy.h"
@@ -148,6 +149,24 @@ int pcp_set_high(unsigned long high)
 	return 0;
 }
 
+/*
+ * 64 GiB of address space, or under an address-space limit (ulimit -v,
+ * RLIMIT_AS) half of it: the rest is the program's, for its stacks, its
+ * libraries and the blocks malloc maps on their own (those of more than
+ * 4 MiB, and blocks of pages once the arena is full). Reserving all the
+ * limit allowed left the program almost none: 57 MiB of 5 MB blocks under
+ * ulimit -v 600000, where glibc's reached 581 MiB (docs/page_alloc.md).
+ */
+static unsigned long arena_default(void)
+{
+	struct rlimit as;
+
+	if (getrlimit(RLIMIT_AS, &as) || as.rlim_cur == RLIM_INFINITY ||
+	    as.rlim_cur / 2 >= SLUB_ARENA_DEFAULT)
+		return SLUB_ARENA_DEFAULT;
+	return (unsigned long)(as.rlim_cur / 2) & ~(SLUB_ARENA_MIN - 1);
+}
+
 int page_alloc_init(void)
 {
 	const char *env = getenv("SLUB_ARENA_SIZE");
@@ -162,6 +181,8 @@ int page_alloc_init(void)
 			size = SLUB_ARENA_DEFAULT;
 		}
 	}
+	if (!env)
+		size = arena_default();
 	ret = reserve_arena(size);
 	if (ret == -ENOMEM && env) {
 		slub_pr_err("libslub: cannot reserve SLUB_ARENA_SIZE=%s of address "
@@ -170,7 +191,7 @@ int page_alloc_init(void)
 		ret = reserve_arena(size);
 	}
 	/* By default, settle for what the system lets us reserve. */
-	while (ret == -ENOMEM && size > 64 * SLUB_ARENA_MIN) {
+	while (ret == -ENOMEM && size > 4 * SLUB_ARENA_MIN) {
 		size >>= 1;
 		ret = reserve_arena(size);
 	}

@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The drop-in's huge blocks (more than the page allocator's largest, 4
+ * MiB), linked statically: each its own mapping, unmapped on free, and
+ * found again by free(), realloc() and malloc_usable_size() in a registry
+ * that has no fixed size; mallinfo2() counts them through every move.
+ *
+ * Built with -fno-builtin: the compiler must not fold what it assumes
+ * about malloc into the checks.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "helpers.h"
+#include "malloc_helpers.h"
+
+static size_t page_round(size_t n)
+{
+	return (n + PAGE - 1) & ~(PAGE - 1);
+}
+
+static void test_huge_rss(void)
+{
+	size_t n = 64 * MiB;
+	long before, touched, after;
+	unsigned char *p;
+	uintptr_t old;
+
+	before = rss_kib();
+	p = malloc(hide_size(n));
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	old = (uintptr_t)p;
+	CHECK(aligned(p, PAGE));
+	CHECK_EQ(ksize(p), 0);		/* not in the arena */
+	CHECK(malloc_usable_size(p) >= n);
+	/* Fresh anonymous memory: zero, and not resident until touched. */
+	CHECK(all_bytes(p, 4096, 0) && all_bytes(p + n - 4096, 4096, 0));
+	memset(p, 0x3c, n);
+	touched = rss_kib();
+	free(p);
+	after = rss_kib();
+	fprintf(stderr, "rss: %ld KiB, %ld touched, %ld after free\n", before,
+		touched, after);
+	CHECK(touched - before >= (long)(n / KiB) - 1024);
+	CHECK(touched - after >= (long)(n / KiB) - 1024);
+	CHECK(!mapped((void *)old, n));
+}
+
+/*
+ * Many huge blocks live at once, churned: the registry that free() and
+ * malloc_usable_size() consult keeps each one's size, whatever collides.
+ */
+static void test_huge_many(void)
+{
+	enum { LIVE = 1000, OPS = 20000 };
+	static unsigned long *p[LIVE];
+	static size_t n[LIVE];
+	unsigned long long rnd = 99;
+	int wrong = 0, fails = 0;
+
+	for (int op = 0; op < OPS; op++) {
+		int i = (int)(rnd_next(&rnd) % LIVE);
+
+		if (p[i]) {
+			size_t u = malloc_usable_size(p[i]);
+
+			wrong += p[i][0] != n[i] || u < n[i] || u >= n[i] + PAGE;
+			free(p[i]);
+		}
+		n[i] = BLOCK_MAX + 1 + (size_t)(rnd_next(&rnd) % (64 * PAGE));
+		p[i] = malloc(n[i]);
+		if (!p[i]) {
+			fails++;
+			continue;
+		}
+		p[i][0] = n[i];
+	}
+	for (int i = 0; i < LIVE; i++) {
+		if (!p[i])
+			continue;
+		wrong += p[i][0] != n[i] || malloc_usable_size(p[i]) < n[i];
+		free(p[i]);
+		CHECK(!mapped(p[i], PAGE));
+		p[i] = NULL;
+	}
+	CHECK_EQ(wrong, 0);
+	CHECK_EQ(fails, 0);
+}
+
+/*
+ * Huge blocks realloc'd (mremap moves them) in one thread while another
+ * allocates and frees huge blocks: the range mremap leaves is soon mapped
+ * again for the other thread, and the registry of huge blocks must never
+ * mix the two up (a block free() does not know, or a crash).
+ */
+static int race_stop;
+static unsigned long race_lost, race_bad;
+
+static void *race_mover(void *arg)
+{
+	unsigned int seed = 0;
+
+	(void)arg;
+	while (!__atomic_load_n(&race_stop, __ATOMIC_RELAXED)) {
+		unsigned char *p = malloc(hide_size(5 * MiB)), *q;
+
+		if (!p) {
+			__atomic_fetch_add(&race_bad, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		fill(p, 64, ++seed);
+		q = realloc(p, hide_size(9 * MiB + (seed % 4) * PAGE));
+		if (!q || check_fill(q, 64, seed) != 64)
+			__atomic_fetch_add(&race_bad, 1, __ATOMIC_RELAXED);
+		free(q);
+	}
+	return NULL;
+}
+
+static void huge_realloc_race(void)
+{
+	pthread_t t;
+
+	pthread_create(&t, NULL, race_mover, NULL);
+	for (int i = 0; i < 20000; i++) {
+		void *q = malloc(hide_size(5 * MiB));
+
+		if (!q || malloc_usable_size(q) < 5 * MiB)
+			race_lost++;
+		free(q);
+	}
+	__atomic_store_n(&race_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	CHECK_EQ(race_lost, 0);
+	CHECK_EQ(race_bad, 0);
+}
+
+
+static void test_huge_realloc_race(void)
+{
+	int status = in_child(huge_realloc_race);
+
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+
+/*
+ * More huge blocks live at once than the registry's first tables hold,
+ * far past the 65,536 entries of the fixed table it once was (whose free()
+ * then never came back): every one is allocated, found and unmapped. The
+ * blocks are never touched, so this is address space, not memory.
+ */
+static void huge_registry_grows(void)
+{
+	enum { NR = 70000 };
+	size_t n = BLOCK_MAX + 1;
+	void **p = calloc(NR, sizeof(*p));
+	int fails = 0, wrong = 0, left = 0;
+
+	alarm(60);	/* 140,000 system calls: in_child's 10 s is tight on a loaded machine */
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	for (int i = 0; i < NR; i++)
+		fails += !(p[i] = malloc(hide_size(n)));
+	for (int i = 0; i < NR; i++)
+		wrong += p[i] && malloc_usable_size(p[i]) != page_round(n);
+	/* Every other one first: the registry's removals keep its runs whole. */
+	for (int i = 0; i < NR; i += 2)
+		free(p[i]);
+	for (int i = 1; i < NR; i += 2)
+		wrong += p[i] && malloc_usable_size(p[i]) != page_round(n);
+	for (int i = 1; i < NR; i += 2)
+		free(p[i]);
+	for (int i = 0; i < NR; i += 97)
+		left += p[i] && mapped(p[i], PAGE);
+	fprintf(stderr, "%d huge blocks: %d failed, %d wrong sizes, %d left mapped\n",
+		NR, fails, wrong, left);
+	CHECK_EQ(fails, 0);
+	CHECK_EQ(wrong, 0);
+	CHECK_EQ(left, 0);
+	CHECK_EQ(mallinfo2().hblks, 0);
+	free(p);
+}
+
+static void test_huge_registry_grows(void)
+{
+	int status = in_child(huge_registry_grows);
+
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/*
+ * mallinfo2()'s hblks and hblkhd follow a huge block through realloc()'s
+ * mremap, grown and shrunk, to its free: they once kept the first size
+ * and went below zero at the free.
+ */
+static void test_huge_usage_realloc(void)
+{
+	struct mallinfo2 before = mallinfo2(), m;
+	unsigned char *p = malloc(hide_size(5 * MiB)), *q;
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	fill(p, 4096, 3);
+	m = mallinfo2();
+	CHECK_EQ(m.hblks, before.hblks + 1);
+	CHECK_EQ(m.hblkhd, before.hblkhd + 5 * MiB);
+	q = realloc(p, hide_size(100 * MiB));
+	CHECK(q != NULL);
+	if (!q) {
+		free(p);
+		return;
+	}
+	CHECK_EQ(check_fill(q, 4096, 3), 4096);
+	m = mallinfo2();
+	CHECK_EQ(m.hblks, before.hblks + 1);
+	CHECK_EQ(m.hblkhd, before.hblkhd + 100 * MiB);
+	p = realloc(q, hide_size(40 * MiB + 1));	/* less than half: mremap shrinks */
+	CHECK(p != NULL);
+	if (!p) {
+		free(q);
+		return;
+	}
+	CHECK_EQ(check_fill(p, 4096, 3), 4096);
+	m = mallinfo2();
+	CHECK_EQ(m.hblks, before.hblks + 1);
+	CHECK_EQ(m.hblkhd, before.hblkhd + 40 * MiB + PAGE);
+	free(p);
+	m = mallinfo2();
+	CHECK_EQ(m.hblks, before.hblks);
+	CHECK_EQ(m.hblkhd, before.hblkhd);
+}
+
+/*
+ * Under an address-space limit (ulimit -v) the arena takes half of it,
+ * and the program keeps the rest: in a process started under a 1.5 GiB
+ * limit (before its first malloc sizes the arena), a 600 MiB block fits
+ * beside the arena (taking as much as fitted, 1 GiB, it did not), and
+ * blocks of pages go on in mappings of their own once the arena is full.
+ */
+#define AS_LIMIT	(1536 * MiB)
+
+static void as_limited(void)
+{
+	enum { NR = 1400 };
+	static void *block[NR];
+	size_t got = 0, big = 600 * MiB;
+	void *p = malloc(hide_size(big));
+	struct mallinfo2 m;
+
+	CHECK(p != NULL);
+	fprintf(stderr, "under %lu MiB: malloc(600 MiB) = %p\n", AS_LIMIT / MiB, p);
+	free(p);
+	/* 1 MiB blocks of pages, more than the arena's 768 MiB holds. */
+	for (int i = 0; i < NR && got < 1000 * MiB; i++)
+		if ((block[i] = malloc(hide_size(MiB))))
+			got += MiB;
+	m = mallinfo2();
+	fprintf(stderr, "1 MiB blocks: %zu MiB, %zu of them mapped on their own\n",
+		got / MiB, m.hblks);
+	CHECK(got >= 1000 * MiB);
+	CHECK(m.hblks > 0);
+	for (int i = 0; i < NR; i++)
+		free(block[i]);
+	CHECK_EQ(mallinfo2().hblks, 0);
+}
+
+static void test_address_space_limit(void)
+{
+	struct rlimit as = { AS_LIMIT, AS_LIMIT };
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { "test_malloc_huge", "as-limited", NULL };
+
+		if (setrlimit(RLIMIT_AS, &as))
+			_exit(2);
+		execv("/proc/self/exe", argv);
+		_exit(3);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "as-limited")) {
+		TEST(as_limited);
+		return test_done();
+	}
+	TEST(test_huge_rss);
+	TEST(test_huge_many);
+	TEST(test_huge_realloc_race);
+	TEST(test_huge_registry_grows);
+	TEST(test_huge_usage_realloc);
+	TEST(test_address_space_limit);
+	return test_done();
+}
