@@ -133,6 +133,8 @@ __noinline void *slub_malloc_slow(size_t size, gfp_t gfp, unsigned long caller)
 	if (caller == TAIL_CALLER)
 		caller = _RET_IP_;
 
+	if (in_vfork_child())
+		return huge_alloc(size, 0);	/* zeroed, for calloc too */
 	if (unlikely(!__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))) {
 		if (in_malloc_init)
 			return malloc_boot_alloc(size);
@@ -168,12 +170,29 @@ static __noinline void bad_free(const void *p, const char *fn, const void *calle
 	slub_pr_caller(caller);
 }
 
+/*
+ * free() in a vfork child: its own blocks are mappings, unmapped here;
+ * the parent's objects stay where they are, allocated (a child that gave
+ * them back would put them on a CPU's sheaf, see malloc_vfork.c).
+ */
+static __noinline void vfork_child_free(void *p, const void *caller)
+{
+	if (in_arena(p) || is_boot(p))
+		return;
+	if (!huge_lookup(p, true))
+		bad_free(p, "free", caller);
+}
+
 __noinline void slub_free_slow(void *p, const void *caller)
 {
 	if (unlikely(!p))
 		return;
 	if (caller == (const void *)TAIL_CALLER)
 		caller = __builtin_return_address(0);
+	if (unlikely(in_vfork_child())) {
+		vfork_child_free(p, caller);
+		return;
+	}
 	if (likely(in_arena(p))) {
 		struct slab *slab = virt_to_slab(p);
 
@@ -323,6 +342,8 @@ void *slub_aligned(size_t align, size_t size, unsigned long caller)
 
 	if (align <= MIN_MALLOC)
 		return slub_malloc(size, GFP_KERNEL, caller);
+	if (in_vfork_child())
+		return huge_alloc(size, align);
 	want = size > align ? size : align;
 	if (want > MAX_PAGES_SIZE || align > MAX_PAGES_SIZE)
 		return huge_alloc(size, align);

@@ -317,14 +317,18 @@ struct sheaf_fast_limits sheaf_fast_limit;
  * malloc and free go through slab_alloc_node() and slab_free(), whose
  * sheaf paths count, so the fast paths carry no statistics test; malloc's
  * is off too while fail/object has a probability, which slab_alloc_node()
- * applies (fail.c calls this when it changes). Off is
- * both limits 0: the size and address compares the fast paths make anyway
- * then fail, so the switch costs them nothing.
+ * applies (fail.c calls this when it changes), and while a caller holds
+ * them off (sheaf_fast_hold()). Off is both limits 0: the size and
+ * address compares the fast paths make anyway then fail, so the switch
+ * costs them nothing.
  */
+static int sheaf_fast_holds;
+
 static void sheaf_fast_limits_now(struct sheaf_fast_limits *l)
 {
 	bool on = __atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE) &&
-		  percpu_state.fast && !READ_ONCE(slub_stats_on);
+		  percpu_state.fast && !READ_ONCE(slub_stats_on) &&
+		  !__atomic_load_n(&sheaf_fast_holds, __ATOMIC_SEQ_CST);
 
 	l->alloc = on && !fail_object_on() ? KMALLOC_MAX_CACHE_SIZE + 1 : 0;
 	l->free = on ? slab_map_limit : 0;
@@ -352,6 +356,18 @@ void sheaf_fast_update(void)
 			return;
 		want = now;
 	}
+}
+
+void sheaf_fast_hold(void)
+{
+	__atomic_add_fetch(&sheaf_fast_holds, 1, __ATOMIC_SEQ_CST);
+	sheaf_fast_update();
+}
+
+void sheaf_fast_unhold(void)
+{
+	__atomic_sub_fetch(&sheaf_fast_holds, 1, __ATOMIC_SEQ_CST);
+	sheaf_fast_update();
 }
 
 /*

@@ -290,6 +290,12 @@ struct sheaf_fast_limits {
 };
 extern __internal struct sheaf_fast_limits sheaf_fast_limit;
 void sheaf_fast_update(void);
+/*
+ * Keep every thread off the drop-in's fast paths until the matching
+ * unhold (the drop-in's vfork(): its child must not run a sequence).
+ */
+void sheaf_fast_hold(void);
+void sheaf_fast_unhold(void);
 
 /*
  * The sheaf fast paths alone, for callers with a slow path of their own
