@@ -245,4 +245,5 @@ void malloc_fork_parent(void)
 void malloc_fork_child(void)
 {
 	slub_lock_init(&huge_lock);
+	malloc_vfork_fork_child();
 }

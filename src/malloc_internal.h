@@ -86,6 +86,8 @@ void *huge_remap(void *p, size_t size);
 extern int malloc_vforks;
 extern __thread int malloc_in_vfork_child __attribute__((tls_model("initial-exec")));
 
+void malloc_vfork_fork_child(void);
+
 static inline bool in_vfork_child(void)
 {
 	return unlikely(__atomic_load_n(&malloc_vforks, __ATOMIC_RELAXED)) &&

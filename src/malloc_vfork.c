@@ -60,6 +60,17 @@ __attribute__((used)) pid_t malloc_vfork_parent(long ret)
 }
 
 /*
+ * fork() in another thread while one vforks: the fork child has only the
+ * forking thread, which was in no vfork, so none is under way there, and
+ * the fast paths come back on.
+ */
+void malloc_vfork_fork_child(void)
+{
+	__atomic_store_n(&malloc_vforks, 0, __ATOMIC_SEQ_CST);
+	sheaf_fast_hold_reset();
+}
+
+/*
  * As glibc's: the return address waits in a register the system call
  * keeps (%rdi), off the stack, since the child's calls will overwrite
  * the stack below the caller's frame before the parent returns; each

@@ -370,6 +370,12 @@ void sheaf_fast_unhold(void)
 	sheaf_fast_update();
 }
 
+void sheaf_fast_hold_reset(void)
+{
+	__atomic_store_n(&sheaf_fast_holds, 0, __ATOMIC_SEQ_CST);
+	sheaf_fast_update();
+}
+
 /*
  * The CPU sheaf was full or stopped: move its objects into an empty sheaf
  * from the barn (one sequence), put object in the CPU sheaf, and the full

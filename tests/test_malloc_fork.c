@@ -308,10 +308,58 @@ static void test_vfork_malloc(void)
 	CHECK_EQ(page_alloc_check(), 0);
 }
 
+/*
+ * fork() in one thread while another's vfork child lives: every thread is
+ * off the fast paths meanwhile, and the fork child, which has no vfork
+ * under way, has them back (it kept the parent's hold, for ever, before).
+ */
+static int vfork_gate;
+
+static void *vforker(void *arg)
+{
+	int status;
+	pid_t pid;
+
+	(void)arg;
+	pid = vfork();
+	if (pid == 0) {
+		__atomic_store_n(&vfork_gate, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&vfork_gate, __ATOMIC_SEQ_CST) != 2)
+			usleep(100);
+		_exit(0);
+	}
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	return NULL;
+}
+
+static void test_fork_during_vfork(void)
+{
+	size_t fast_alloc = sheaf_fast_limit.alloc;
+	int status = -1;
+	pthread_t t;
+	pid_t pid;
+
+	pthread_create(&t, NULL, vforker, NULL);
+	while (!__atomic_load_n(&vfork_gate, __ATOMIC_SEQ_CST))
+		usleep(100);
+	CHECK_EQ(sheaf_fast_limit.alloc, 0);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0)
+		_exit(sheaf_fast_limit.alloc == fast_alloc ? 0 : 1);
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	__atomic_store_n(&vfork_gate, 2, __ATOMIC_SEQ_CST);
+	pthread_join(t, NULL);
+	CHECK_EQ(sheaf_fast_limit.alloc, fast_alloc);
+}
+
 int main(void)
 {
 	test_cpus_init();
 	TEST(test_fork_malloc);
 	TEST(test_vfork_malloc);
+	TEST(test_fork_during_vfork);
 	return test_done();
 }
