@@ -113,7 +113,7 @@ static inline bool in_arena(const void *p)
  * A block of pages the arena has no room for: a mapping of its own, as a
  * huge block's, while the address space has room. Only a small arena
  * runs out with address space left (under ulimit -v, zone.c sizes it to
- * a quarter of the limit). Not while fault injection is on: there the
+ * half of the limit). Not while fault injection is on: there the
  * failure is the point. Slab objects have no such way out.
  */
 static __noinline void *page_block_fallback(size_t size, size_t align)

@@ -78,20 +78,19 @@ size_t huge_lookup(const void *p, bool unmap);
 void *huge_remap(void *p, size_t size);
 
 /*
- * malloc_vfork.c: vforks under way, and the mark a vfork child puts on
- * the vforking thread's TLS. In such a child the slow paths (where the
- * fast paths send everything while a vfork is under way) touch no CPU's
- * sheaf: its blocks are mappings of their own.
+ * malloc_vfork.c: vforks under way, and whether this thread of execution
+ * is a vfork child. In such a child the slow paths (where the fast paths
+ * send everything while a vfork is under way) touch no CPU's sheaf: its
+ * blocks are mappings of their own.
  */
 extern int malloc_vforks;
-extern __thread int malloc_in_vfork_child __attribute__((tls_model("initial-exec")));
-
+bool malloc_vfork_marked(void);
 void malloc_vfork_fork_child(void);
 
 static inline bool in_vfork_child(void)
 {
 	return unlikely(__atomic_load_n(&malloc_vforks, __ATOMIC_RELAXED)) &&
-	       malloc_in_vfork_child;
+	       malloc_vfork_marked();
 }
 
 #endif /* SLUB_MALLOC_INTERNAL_H */

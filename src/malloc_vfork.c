@@ -13,43 +13,69 @@
  * mallocs, 5 runs of 5). POSIX allows a vfork child only _exit and the
  * exec calls; glibc's malloc survives more, and programs rely on it.
  *
- * So vfork() holds every thread off the fast paths (sheaf_fast_hold())
- * until the parent resumes, which is when the child has exec'd or exited,
- * and the child marks the vforking thread's TLS, which only it uses
- * meanwhile: its malloc then maps blocks of its own, as huge blocks
- * (malloc_huge.c, under huge_lock alone), and its free() unmaps those and
- * leaves the slabs' objects alone; the parent's other threads take the
- * slow paths, whose sequences their own registration guards. Callers of
- * clone() with CLONE_VM, and kmalloc() in such a child, are not covered;
- * posix_spawn() uses clone() but its child calls no malloc.
+ * So vfork() (and glibc's other name for it, __vfork) holds every thread
+ * off the fast paths (sheaf_fast_hold()) until the parent resumes, which
+ * is when the child has exec'd or exited, and the child is marked: its
+ * malloc then maps blocks of its own, as huge blocks (malloc_huge.c,
+ * under huge_lock alone), and its free() unmaps those and leaves the
+ * slabs' objects alone; the parent's other threads take the slow paths,
+ * whose sequences their own registration guards. Callers of clone() with
+ * CLONE_VM, and kmalloc() in such a child, are not covered; posix_spawn()
+ * uses clone() but its child calls no malloc.
+ *
+ * The mark is the child's thread id, in a slot of the vforking thread's
+ * TLS, which only the child uses meanwhile: vfork() is clone() with
+ * CLONE_CHILD_SETTID and CLONE_CHILD_CLEARTID on the slot, so the kernel
+ * writes it before the child runs and clears it when the child execs or
+ * exits, before the parent wakes. A signal handler that runs as the
+ * parent wakes, before vfork() has returned, sees it clear; a vfork child
+ * that vforks uses the next slot, and stays marked when its own child is
+ * gone.
  */
 #include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include "malloc_internal.h"
+#include "percpu.h"
 #include "slub_internal.h"
 
-int malloc_vforks;
-__thread int malloc_in_vfork_child __attribute__((tls_model("initial-exec")));
+#define VFORK_NEST	16	/* vforks within vfork children, at most */
 
-/* The vforking thread, before the system call. */
-__attribute__((used)) void malloc_vfork_prepare(void)
+int malloc_vforks;
+/* The vforking thread's children, innermost last: their ids while they live. */
+static __thread pid_t vfork_tid[VFORK_NEST] __attribute__((tls_model("initial-exec")));
+static __thread int vfork_depth __attribute__((tls_model("initial-exec")));
+
+bool malloc_vfork_marked(void)
 {
+	for (int i = 0; i < vfork_depth && i < VFORK_NEST; i++)
+		if (__atomic_load_n(&vfork_tid[i], __ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
+/*
+ * The vforking thread, before the system call: the slot for the child's
+ * id, NULL (and vfork() fails with EAGAIN) if the nesting is too deep.
+ */
+__attribute__((used)) pid_t *malloc_vfork_prepare(void)
+{
+	int depth = vfork_depth++;
+
 	__atomic_add_fetch(&malloc_vforks, 1, __ATOMIC_SEQ_CST);
 	sheaf_fast_hold();
+	if (depth >= VFORK_NEST)
+		return NULL;
+	vfork_tid[depth] = 0;
+	return &vfork_tid[depth];
 }
 
-/* The child, on the vforking thread's TLS: vfork() returns this. */
-__attribute__((used)) pid_t malloc_vfork_child(void)
-{
-	malloc_in_vfork_child = 1;
-	return 0;
-}
-
-/* The parent, resumed: vfork() returns this. ret is the raw system call's. */
+/* The parent, resumed (the child's slot clear): vfork() returns this. */
 __attribute__((used)) pid_t malloc_vfork_parent(long ret)
 {
-	malloc_in_vfork_child = 0;
+	vfork_depth--;
 	sheaf_fast_unhold();
 	__atomic_sub_fetch(&malloc_vforks, 1, __ATOMIC_SEQ_CST);
 	if (ret < 0) {
@@ -61,46 +87,86 @@ __attribute__((used)) pid_t malloc_vfork_parent(long ret)
 
 /*
  * fork() in another thread while one vforks: the fork child has only the
- * forking thread, which was in no vfork, so none is under way there, and
- * the fast paths come back on.
+ * forking thread, so no vfork is under way there, and the fast paths come
+ * back on. Unless the forking thread is itself a vfork child: the kernel
+ * gave it no rseq registration, and fork copied none, but its rseq area
+ * says otherwise; it registers again, and stays on the mapped blocks if
+ * it cannot.
  */
 void malloc_vfork_fork_child(void)
 {
+	if (malloc_vfork_marked() && slub_rseq_reregister_current())
+		return;
+	for (int i = 0; i < VFORK_NEST; i++)
+		vfork_tid[i] = 0;
+	vfork_depth = 0;
 	__atomic_store_n(&malloc_vforks, 0, __ATOMIC_SEQ_CST);
 	sheaf_fast_hold_reset();
 }
 
 /*
- * As glibc's: the return address waits in a register the system call
- * keeps (%rdi), off the stack, since the child's calls will overwrite
- * the stack below the caller's frame before the parent returns; each
- * side pushes it back and tail-calls its C half, which returns to the
- * caller. The calls are to hidden symbols: no PLT.
+ * The return address waits in a register the system call keeps (%r9,
+ * which clone() does not take), off the stack: the child's calls will
+ * overwrite the stack below the caller's frame before the parent returns.
+ * Each side pushes it back. The parent tail-calls its C half, which
+ * returns to the caller. The child returns 0 with ret, or, where a shadow
+ * stack is in use (rdsspq reads 0 without one, and is a no-op on CPUs
+ * without CET), jumps back so as not to pop the shadow stack it shares
+ * with the parent. The calls are to hidden symbols: no PLT.
  */
+#define VFORK_FLAGS	(CLONE_VM | CLONE_VFORK | CLONE_CHILD_SETTID | \
+			 CLONE_CHILD_CLEARTID | SIGCHLD)
+#define STR_(x)		#x
+#define STR(x)		STR_(x)
+
 #if defined(__x86_64__)
 __asm__(
 	"	.text\n"
 	"	.globl	vfork\n"
 	"	.type	vfork, @function\n"
+	"	.globl	__vfork\n"
+	"	.type	__vfork, @function\n"
 	"vfork:\n"
+	"__vfork:\n"
 	"	.cfi_startproc\n"
+	"	endbr64\n"
 	"	subq	$8, %rsp\n"
 	"	.cfi_adjust_cfa_offset 8\n"
 	"	call	malloc_vfork_prepare\n"
 	"	addq	$8, %rsp\n"
 	"	.cfi_adjust_cfa_offset -8\n"
-	"	popq	%rdi\n"
+	"	movq	%rax, %r10\n"		/* child_tid */
+	"	movq	$-11, %rax\n"		/* -EAGAIN */
+	"	testq	%r10, %r10\n"
+	"	jz	2f\n"
+	"	popq	%r9\n"
 	"	.cfi_adjust_cfa_offset -8\n"
-	"	.cfi_register %rip, %rdi\n"
-	"	movl	$58, %eax\n"		/* __NR_vfork */
+	"	.cfi_register %rip, %r9\n"
+	"	movl	$" STR(VFORK_FLAGS) ", %edi\n"
+	"	xorl	%esi, %esi\n"		/* the same stack */
+	"	xorl	%edx, %edx\n"		/* no parent_tid */
+	"	xorl	%r8d, %r8d\n"		/* no tls */
+	"	movl	$56, %eax\n"		/* __NR_clone */
 	"	syscall\n"
-	"	pushq	%rdi\n"
+	"	pushq	%r9\n"
 	"	.cfi_adjust_cfa_offset 8\n"
 	"	.cfi_rel_offset %rip, 0\n"
 	"	testq	%rax, %rax\n"
-	"	jz	malloc_vfork_child\n"
-	"	movq	%rax, %rdi\n"
+	"	jnz	2f\n"
+	"	xorl	%esi, %esi\n"
+	"	rdsspq	%rsi\n"
+	"	testq	%rsi, %rsi\n"
+	"	jnz	1f\n"
+	"	ret\n"
+	"	.cfi_remember_state\n"
+	"1:	popq	%r9\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	.cfi_register %rip, %r9\n"
+	"	jmp	*%r9\n"
+	"	.cfi_restore_state\n"
+	"2:	movq	%rax, %rdi\n"
 	"	jmp	malloc_vfork_parent\n"
 	"	.cfi_endproc\n"
-	"	.size	vfork, .-vfork\n");
+	"	.size	vfork, .-vfork\n"
+	"	.size	__vfork, .-__vfork\n");
 #endif

@@ -95,6 +95,7 @@ extern __internal struct percpu_state percpu_state;
 
 int slub_rseq_init(void);
 struct slub_rseq_abi *slub_rseq_register_current(void);
+int slub_rseq_reregister_current(void);
 
 static __always_inline bool percpu_rseq(void)
 {

@@ -75,6 +75,30 @@ struct slub_rseq_abi *slub_rseq_register_current(void)
 	return NULL;
 }
 
+/*
+ * Register the calling thread's area again, where the kernel holds none
+ * for it though user space believes it does: a child of fork() made in a
+ * child of vfork(), since a CLONE_VM child gets no registration and fork
+ * copies the one it has. 0 if the thread may run sequences now.
+ */
+int slub_rseq_reregister_current(void)
+{
+	if (percpu_state.mode != PERCPU_MODE_RSEQ)
+		return 0;
+	/*
+	 * glibc registers at least the original 32-byte area, whatever
+	 * __rseq_size, its feature size (20 in some 2.36 builds), says.
+	 */
+	if (percpu_state.rseq_from_glibc)
+		return sys_rseq((struct slub_rseq_abi *)((char *)arch_thread_pointer() +
+							 __rseq_offset),
+				__rseq_size > 32 ? __rseq_size : 32, 0);
+	if (own_rseq_state <= 0)
+		return 0;	/* none yet, or the locked operations */
+	own_rseq_state = 0;
+	return slub_rseq_register_current() ? 0 : -1;
+}
+
 static bool env_disables_rseq(void)
 {
 	const char *v = getenv("SLUB_RSEQ");

@@ -323,6 +323,7 @@ struct sheaf_fast_limits sheaf_fast_limit;
  * costs them nothing.
  */
 static int sheaf_fast_holds;
+static struct slub_lock sheaf_fast_lock = SLUB_LOCK_INIT;
 
 static void sheaf_fast_limits_now(struct sheaf_fast_limits *l)
 {
@@ -335,17 +336,24 @@ static void sheaf_fast_limits_now(struct sheaf_fast_limits *l)
 }
 
 /*
- * Callers race: a write to a file, and an allocation that spent the last
- * of fail/object_times. One may store what it worked out before the
- * other's change, after the other's store. So each looks again after its
- * store: if the inputs moved meanwhile, it stores again. The stores here
- * and fail/object's times and probability are sequentially consistent,
- * so the last to look sees every change made before the last store.
+ * Callers race: a write to a file, an allocation that spent the last of
+ * fail/object_times, a vfork. They work out and store under
+ * sheaf_fast_lock; but fail/object's count changes outside it, so each
+ * also looks again after its store: if the inputs moved meanwhile, it
+ * stores again. The stores here and fail/object's times and probability
+ * are sequentially consistent, so the last to look sees every change made
+ * before the last store.
  */
 void sheaf_fast_update(void)
 {
 	struct sheaf_fast_limits want, now;
 
+	/*
+	 * Without the lock, an unhold could work out "on", be preempted, and
+	 * store it after a hold had stored "off" and its vfork child had
+	 * started (its look again comes too late for the child).
+	 */
+	slub_lock(&sheaf_fast_lock);
 	sheaf_fast_limits_now(&want);
 	for (;;) {
 		race_window();
@@ -353,9 +361,17 @@ void sheaf_fast_update(void)
 		__atomic_store_n(&sheaf_fast_limit.free, want.free, __ATOMIC_SEQ_CST);
 		sheaf_fast_limits_now(&now);
 		if (now.alloc == want.alloc && now.free == want.free)
-			return;
+			break;
 		want = now;
 	}
+	slub_unlock(&sheaf_fast_lock);
+}
+
+/* A fork may have come while another thread held the lock. */
+void sheaf_fast_fork_child(void)
+{
+	slub_lock_init(&sheaf_fast_lock);
+	sheaf_fast_update();
 }
 
 void sheaf_fast_hold(void)

@@ -832,4 +832,5 @@ void slab_fork_child(void)
 		percpu_reinit_all(s->cpu_slab);
 		percpu_reinit_all(s->cpu_sheaves);
 	}
+	sheaf_fast_fork_child();
 }

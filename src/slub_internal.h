@@ -298,6 +298,8 @@ void sheaf_fast_hold(void);
 void sheaf_fast_unhold(void);
 /* In a fork child: the holders were other threads, which it has not. */
 void sheaf_fast_hold_reset(void);
+/* In every fork child (slab_fork_child()). */
+void sheaf_fast_fork_child(void);
 
 /*
  * The sheaf fast paths alone, for callers with a slow path of their own
