@@ -138,10 +138,13 @@ __noinline void *slub_malloc_slow(size_t size, gfp_t gfp, unsigned long caller)
 	if (unlikely(!__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))) {
 		if (in_malloc_init)
 			return malloc_boot_alloc(size);
-		if (malloc_init()) {
-			errno = ENOMEM;
-			return NULL;
-		}
+		/*
+		 * No arena (an address-space limit of a few MiB leaves no
+		 * room for the smallest): every block a mapping of its own,
+		 * slow, but the program runs, as it does under glibc.
+		 */
+		if (malloc_init())
+			return huge_alloc(size, 0);
 		/*
 		 * Still not up: this thread is inside the slab layer's
 		 * bring-up, which some other entry point (kmem_cache_create,
@@ -355,10 +358,8 @@ void *slub_aligned(size_t align, size_t size, unsigned long caller)
 		return slub_malloc(pow2, GFP_KERNEL, caller);
 	}
 	order = get_order(want);
-	if (slab_ready()) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (slab_ready())
+		return huge_alloc(size, align);	/* no arena, as in slub_malloc_slow() */
 	p = __get_free_pages(GFP_KERNEL | __GFP_NOWARN, order);
 	return p ? p : page_block_fallback(size, align);
 }

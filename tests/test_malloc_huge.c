@@ -9,6 +9,7 @@
  * about malloc into the checks.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -273,23 +274,78 @@ static void as_limited(void)
 	CHECK_EQ(mallinfo2().hblks, 0);
 }
 
-static void test_address_space_limit(void)
+/*
+ * Under a limit that leaves no room for even the smallest arena, every
+ * block is a mapping of its own (before, every malloc failed, where
+ * glibc's ran under 10 MB).
+ */
+static void tiny_limit(void)
 {
-	struct rlimit as = { AS_LIMIT, AS_LIMIT };
-	int status;
+	enum { NR = 200 };
+	static void *block[NR];
+	int fails = 0;
+	void *q = NULL;
+
+	for (int i = 0; i < NR; i++) {
+		block[i] = i & 1 ? calloc(1, hide_size(100 + i)) : malloc(hide_size(100 + i));
+		fails += !block[i] || malloc_usable_size(block[i]) < 100 + (size_t)i;
+	}
+	CHECK_EQ(fails, 0);
+	CHECK(block[0] && malloc_usable_size(block[0]) >= PAGE);	/* a mapping */
+	block[2] = realloc(block[2], hide_size(5000));
+	CHECK(block[2] != NULL);
+	CHECK(posix_memalign(&q, 4096, hide_size(100)) == 0 && aligned(q, 4096));
+	free(q);
+	for (int i = 0; i < NR; i++)
+		free(block[i]);
+	CHECK_EQ(mallinfo2().hblks, 0);
+}
+
+/*
+ * The address space this process maps, in bytes (statm's first field),
+ * read without stdio, which would malloc.
+ */
+static rlim_t vm_size(void)
+{
+	char buf[64] = "";
+	int fd = open("/proc/self/statm", O_RDONLY);
+
+	if (fd >= 0) {
+		if (read(fd, buf, sizeof(buf) - 1) < 0)
+			buf[0] = 0;
+		close(fd);
+	}
+	return (rlim_t)strtoul(buf, NULL, 10) * PAGE;
+}
+
+/* This program again, under an address-space limit of limit bytes, running mode. */
+static int run_limited(rlim_t limit, char *mode)
+{
+	struct rlimit as = { limit, limit };
+	int status = -1;
 	pid_t pid;
 
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
-		char *argv[] = { "test_malloc_huge", "as-limited", NULL };
+		char *argv[] = { "test_malloc_huge", mode, NULL };
 
 		if (setrlimit(RLIMIT_AS, &as))
 			_exit(2);
 		execv("/proc/self/exe", argv);
 		_exit(3);
 	}
-	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return status;
+}
+
+static void test_address_space_limit(void)
+{
+	int status = run_limited(AS_LIMIT, "as-limited");
+
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	status = run_limited(RLIM_INFINITY, "tiny-limit");
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
@@ -297,6 +353,17 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "as-limited")) {
 		TEST(as_limited);
+		return test_done();
+	}
+	if (argc > 1 && !strcmp(argv[1], "tiny-limit")) {
+		/*
+		 * Before the first malloc: what this process maps, and 6 MiB,
+		 * where no arena fits (it takes 8 MiB at least).
+		 */
+		struct rlimit as = { vm_size() + 6 * MiB, vm_size() + 6 * MiB };
+
+		CHECK_EQ(setrlimit(RLIMIT_AS, &as), 0);
+		TEST(tiny_limit);
 		return test_done();
 	}
 	TEST(test_huge_rss);
