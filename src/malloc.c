@@ -273,6 +273,9 @@ MALLOC_API size_t malloc_usable_size(void *p)
 MALLOC_API int malloc_trim(size_t pad)
 {
 	(void)pad;
+	/* Not a vfork child's: its flushes would run per-CPU code (malloc_vfork.c). */
+	if (in_vfork_child())
+		return 0;
 	return slub_trim() ? 1 : 0;
 }
 

@@ -72,12 +72,22 @@ __attribute__((used)) pid_t *malloc_vfork_prepare(void)
 	return &vfork_tid[depth];
 }
 
-/* The parent, resumed (the child's slot clear): vfork() returns this. */
-__attribute__((used)) pid_t malloc_vfork_parent(long ret)
+/*
+ * The parent, resumed (the child's slot clear): vfork() returns this. ret
+ * is the system call's, slot what malloc_vfork_prepare() gave. Back to
+ * the depth before its prepare: a child that vforked and was killed
+ * before its own vfork returned left its level taken, and it holds the
+ * fast paths off too. Each level took one hold and one count.
+ */
+__attribute__((used)) pid_t malloc_vfork_parent(long ret, pid_t *slot)
 {
-	vfork_depth--;
-	sheaf_fast_unhold();
-	__atomic_sub_fetch(&malloc_vforks, 1, __ATOMIC_SEQ_CST);
+	int depth = slot ? (int)(slot - vfork_tid) : vfork_depth - 1;
+
+	while (vfork_depth > depth) {
+		vfork_depth--;
+		sheaf_fast_unhold();
+		__atomic_sub_fetch(&malloc_vforks, 1, __ATOMIC_SEQ_CST);
+	}
 	if (ret < 0) {
 		errno = (int)-ret;
 		return -1;
@@ -109,7 +119,7 @@ void malloc_vfork_fork_child(void)
  * which clone() does not take), off the stack: the child's calls will
  * overwrite the stack below the caller's frame before the parent returns.
  * Each side pushes it back. The parent tail-calls its C half, which
- * returns to the caller. The child returns 0 with ret, or, where a shadow
+ * returns to the caller, with the slot (%r10, which syscall keeps too). The child returns 0 with ret, or, where a shadow
  * stack is in use (rdsspq reads 0 without one, and is a no-op on CPUs
  * without CET), jumps back so as not to pop the shadow stack it shares
  * with the parent. The calls are to hidden symbols: no PLT.
@@ -165,6 +175,7 @@ __asm__(
 	"	jmp	*%r9\n"
 	"	.cfi_restore_state\n"
 	"2:	movq	%rax, %rdi\n"
+	"	movq	%r10, %rsi\n"		/* the slot, kept by syscall */
 	"	jmp	malloc_vfork_parent\n"
 	"	.cfi_endproc\n"
 	"	.size	vfork, .-vfork\n"

@@ -18,6 +18,9 @@
  * takes a barn sheaf whole or half a sheaf from the slabs. Either way it
  * restarts half full, which is the spare's job in the kernel.
  */
+#include <pthread.h>
+#include <signal.h>
+
 #include "init.h"
 #include "page_alloc.h"
 #include "slub_internal.h"
@@ -347,12 +350,17 @@ static void sheaf_fast_limits_now(struct sheaf_fast_limits *l)
 void sheaf_fast_update(void)
 {
 	struct sheaf_fast_limits want, now;
+	sigset_t all, old;
 
 	/*
 	 * Without the lock, an unhold could work out "on", be preempted, and
 	 * store it after a hold had stored "off" and its vfork child had
-	 * started (its look again comes too late for the child).
+	 * started (its look again comes too late for the child). Signals are
+	 * blocked while it is held: a handler that vforks holds and unholds
+	 * too, and would wait for ever on the lock its thread holds.
 	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	slub_lock(&sheaf_fast_lock);
 	sheaf_fast_limits_now(&want);
 	for (;;) {
@@ -365,6 +373,7 @@ void sheaf_fast_update(void)
 		want = now;
 	}
 	slub_unlock(&sheaf_fast_lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* A fork may have come while another thread held the lock. */

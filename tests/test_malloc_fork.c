@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <errno.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -26,6 +27,7 @@
 #include "page_alloc.h"
 #include "test.h"
 #include "checks.h"
+#include "malloc_internal.h"
 #include "slub_internal.h"
 
 #define MiB		(1024UL * 1024)
@@ -491,6 +493,92 @@ static void test_fork_in_vfork_child(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/*
+ * vfork() from a signal handler while the thread is inside its own vfork:
+ * the handler's hold must not wait on the lock its thread holds (it
+ * waited for ever within seconds, before). A real-time timer every
+ * 200 us, in a child of its own which the test kills if it hangs.
+ */
+static void on_sigalrm(int sig)
+{
+	(void)sig;
+	vfork_exit_wait();
+}
+
+static void test_vfork_in_handler(void)
+{
+	int status = -1, waited = 0;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		struct sigaction sa = { .sa_handler = on_sigalrm, .sa_flags = SA_RESTART };
+		struct itimerval every = { { 0, 200 }, { 0, 200 } };
+
+		sigaction(SIGALRM, &sa, NULL);
+		setitimer(ITIMER_REAL, &every, NULL);
+		for (int i = 0; i < 20000; i++)
+			vfork_exit_wait();
+		_exit(0);
+	}
+	while (pid > 0 && waitpid(pid, &status, WNOHANG) == 0 && waited < 3000) {
+		usleep(10000);
+		waited++;
+	}
+	if (waited == 3000) {
+		fprintf(stderr, "vfork in a handler: no end after 30 s (deadlocked?)\n");
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/*
+ * A vfork child that vforks and is killed before its own vfork returns
+ * leaves its level taken and its hold on the fast paths: the parent,
+ * resumed, gives back every level above its own (the fast paths stayed
+ * off, and the nesting limit one lower, for the rest of its life).
+ */
+/*
+ * The innermost child kills its parent, and exits, without touching the
+ * stack once the kill is sent: the top process wakes at its parent's
+ * death and runs on the stack the child shares with it.
+ */
+static __attribute__((noreturn)) void kill_and_exit(pid_t pid)
+{
+	__asm__ volatile("syscall\n\t"
+			 "movl	%[nr_exit], %%eax\n\t"
+			 "xorl	%%edi, %%edi\n\t"
+			 "syscall"
+			 : : "a"(SYS_kill), "D"(pid), "S"(SIGKILL), [nr_exit] "i"(SYS_exit)
+			 : "rcx", "r11", "memory");
+	__builtin_unreachable();
+}
+
+static int killed_middle(void)
+{
+	pid_t pid = vfork();
+
+	if (pid == 0)
+		kill_and_exit(getppid());	/* the middle child, in vfork() */
+	return 0;
+}
+
+static void test_vfork_child_killed(void)
+{
+	size_t fast_alloc = sheaf_fast_limit.alloc;
+	int status = -1;
+	pid_t pid = vfork();
+
+	if (pid == 0)
+		_exit(killed_middle());
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	CHECK_EQ(malloc_vforks, 0);
+	CHECK_EQ(sheaf_fast_limit.alloc, fast_alloc);
+}
+
 int main(void)
 {
 	test_cpus_init();
@@ -500,5 +588,7 @@ int main(void)
 	TEST(test_vfork_nested);
 	TEST(test_vfork_sigchld);
 	TEST(test_fork_in_vfork_child);
+	TEST(test_vfork_in_handler);
+	TEST(test_vfork_child_killed);
 	return test_done();
 }
