@@ -28,6 +28,7 @@
 #include "test.h"
 #include "checks.h"
 #include "malloc_internal.h"
+#include "percpu.h"
 #include "slub_internal.h"
 
 #define MiB		(1024UL * 1024)
@@ -579,6 +580,46 @@ static void test_vfork_child_killed(void)
 	CHECK_EQ(sheaf_fast_limit.alloc, fast_alloc);
 }
 
+/*
+ * malloc_trim() in a vfork child made by a thread that has not used the
+ * allocator yet: in own-rseq mode (glibc's registration off) its flushes
+ * registered rseq for the child and marked the parent thread registered,
+ * which the kernel then had no registration for. The thread, once it
+ * allocates, must hold one: a dummy area's registration must fail.
+ */
+static void *trim_in_child_thread(void *arg)
+{
+	static struct { char area[32]; } __attribute__((aligned(32))) dummy;
+	int status = -1;
+	long r;
+	pid_t pid;
+
+	(void)arg;
+	pid = vfork();
+	if (pid == 0) {
+		malloc_trim(0);
+		_exit(0);
+	}
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	free(malloc(64));	/* the thread's first use of a CPU sheaf */
+	r = syscall(SYS_rseq, &dummy, sizeof(dummy), 0, 0x53053053);
+	if (r == 0)
+		syscall(SYS_rseq, &dummy, sizeof(dummy), 1 /* unregister */, 0x53053053);
+	return (void *)(uintptr_t)(r == 0);
+}
+
+static void test_vfork_trim_own_rseq(void)
+{
+	pthread_t t;
+	void *unregistered = NULL;
+
+	pthread_create(&t, NULL, trim_in_child_thread, NULL);
+	pthread_join(t, &unregistered);
+	if (percpu_state.mode == PERCPU_MODE_RSEQ)
+		CHECK(!unregistered);
+}
+
 int main(void)
 {
 	test_cpus_init();
@@ -590,5 +631,6 @@ int main(void)
 	TEST(test_fork_in_vfork_child);
 	TEST(test_vfork_in_handler);
 	TEST(test_vfork_child_killed);
+	TEST(test_vfork_trim_own_rseq);
 	return test_done();
 }
