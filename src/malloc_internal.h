@@ -78,19 +78,19 @@ size_t huge_lookup(const void *p, bool unmap);
 void *huge_remap(void *p, size_t size);
 
 /*
- * malloc_vfork.c: vforks under way, and whether this thread of execution
- * is a vfork child. In such a child the slow paths (where the fast paths
- * send everything while a vfork is under way) touch no CPU's sheaf: its
- * blocks are mappings of their own.
+ * malloc_vfork.c: the vfork levels this thread has taken (its own, and
+ * those of the vfork children that run on its stack and TLS), and
+ * whether this thread of execution is such a child. In a child the slow
+ * paths (where the fast paths send everything while a vfork is under
+ * way) touch no CPU's sheaf: its blocks are mappings of their own.
  */
-extern int malloc_vforks;
+extern __thread int malloc_vfork_depth __attribute__((tls_model("initial-exec")));
 bool malloc_vfork_marked(void);
 void malloc_vfork_fork_child(void);
 
 static inline bool in_vfork_child(void)
 {
-	return unlikely(__atomic_load_n(&malloc_vforks, __ATOMIC_RELAXED)) &&
-	       malloc_vfork_marked();
+	return unlikely(malloc_vfork_depth) && malloc_vfork_marked();
 }
 
 #endif /* SLUB_MALLOC_INTERNAL_H */

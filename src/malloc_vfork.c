@@ -43,14 +43,17 @@
 
 #define VFORK_NEST	16	/* vforks within vfork children, at most */
 
-int malloc_vforks;
-/* The vforking thread's children, innermost last: their ids while they live. */
+/*
+ * The vforking thread's children, innermost last: their ids while they
+ * live; and how many levels are taken, each with one hold on the fast
+ * paths.
+ */
 static __thread pid_t vfork_tid[VFORK_NEST] __attribute__((tls_model("initial-exec")));
-static __thread int vfork_depth __attribute__((tls_model("initial-exec")));
+__thread int malloc_vfork_depth __attribute__((tls_model("initial-exec")));
 
 bool malloc_vfork_marked(void)
 {
-	for (int i = 0; i < vfork_depth && i < VFORK_NEST; i++)
+	for (int i = 0; i < malloc_vfork_depth && i < VFORK_NEST; i++)
 		if (__atomic_load_n(&vfork_tid[i], __ATOMIC_RELAXED))
 			return true;
 	return false;
@@ -62,9 +65,8 @@ bool malloc_vfork_marked(void)
  */
 __attribute__((used)) pid_t *malloc_vfork_prepare(void)
 {
-	int depth = vfork_depth++;
+	int depth = malloc_vfork_depth++;
 
-	__atomic_add_fetch(&malloc_vforks, 1, __ATOMIC_SEQ_CST);
 	sheaf_fast_hold();
 	if (depth >= VFORK_NEST)
 		return NULL;
@@ -77,16 +79,15 @@ __attribute__((used)) pid_t *malloc_vfork_prepare(void)
  * is the system call's, slot what malloc_vfork_prepare() gave. Back to
  * the depth before its prepare: a child that vforked and was killed
  * before its own vfork returned left its level taken, and it holds the
- * fast paths off too. Each level took one hold and one count.
+ * fast paths off too. Each level took one hold.
  */
 __attribute__((used)) pid_t malloc_vfork_parent(long ret, pid_t *slot)
 {
-	int depth = slot ? (int)(slot - vfork_tid) : vfork_depth - 1;
+	int depth = slot ? (int)(slot - vfork_tid) : malloc_vfork_depth - 1;
 
-	while (vfork_depth > depth) {
-		vfork_depth--;
+	while (malloc_vfork_depth > depth) {
+		malloc_vfork_depth--;
 		sheaf_fast_unhold();
-		__atomic_sub_fetch(&malloc_vforks, 1, __ATOMIC_SEQ_CST);
 	}
 	if (ret < 0) {
 		errno = (int)-ret;
@@ -109,8 +110,7 @@ void malloc_vfork_fork_child(void)
 		return;
 	for (int i = 0; i < VFORK_NEST; i++)
 		vfork_tid[i] = 0;
-	vfork_depth = 0;
-	__atomic_store_n(&malloc_vforks, 0, __ATOMIC_SEQ_CST);
+	malloc_vfork_depth = 0;
 	sheaf_fast_hold_reset();
 }
 
@@ -119,10 +119,11 @@ void malloc_vfork_fork_child(void)
  * which clone() does not take), off the stack: the child's calls will
  * overwrite the stack below the caller's frame before the parent returns.
  * Each side pushes it back. The parent tail-calls its C half, which
- * returns to the caller, with the slot (%r10, which syscall keeps too). The child returns 0 with ret, or, where a shadow
- * stack is in use (rdsspq reads 0 without one, and is a no-op on CPUs
- * without CET), jumps back so as not to pop the shadow stack it shares
- * with the parent. The calls are to hidden symbols: no PLT.
+ * returns to the caller, with the slot (%r10, which syscall keeps too).
+ * The child returns 0 with ret, or, where a shadow stack is in use
+ * (rdsspq reads 0 without one, and is a no-op on CPUs without CET),
+ * jumps back so as not to pop the shadow stack it shares with the
+ * parent. The calls are to hidden symbols: no PLT.
  */
 #define VFORK_FLAGS	(CLONE_VM | CLONE_VFORK | CLONE_CHILD_SETTID | \
 			 CLONE_CHILD_CLEARTID | SIGCHLD)

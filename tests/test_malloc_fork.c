@@ -191,10 +191,34 @@ static int child_main(void)
 	return 0;
 }
 
+/* The workers, going: every one past its first 1,024 operations. */
+static struct workers {
+	int nr;
+	pthread_t *t;
+} workers;
+
+static void start_workers(void)
+{
+	workers.nr = 2 + 2 * nr_cpus_allowed();
+	workers.t = calloc((size_t)workers.nr, sizeof(*workers.t));
+	__atomic_store_n(&stop, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&worker_ops, 0, __ATOMIC_RELAXED);
+	for (int i = 0; i < workers.nr; i++)
+		pthread_create(&workers.t[i], NULL, worker_fn, (void *)(uintptr_t)i);
+	while (__atomic_load_n(&worker_ops, __ATOMIC_RELAXED) < 1024UL * workers.nr)
+		usleep(1000);
+}
+
+static void stop_workers(void)
+{
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < workers.nr; i++)
+		pthread_join(workers.t[i], NULL);
+	free(workers.t);
+}
+
 static void test_fork_malloc(void)
 {
-	int nthreads = 2 + 2 * nr_cpus_allowed();
-	pthread_t *t = calloc((size_t)nthreads, sizeof(*t));
 	unsigned long long rnd = 7;
 	int forks, failed = 0;
 
@@ -203,18 +227,12 @@ static void test_fork_malloc(void)
 		inherited[i].p = malloc(inherited[i].size);
 		tag(&inherited[i], (unsigned long)i + 100);
 	}
-	for (int i = 0; i < nthreads; i++)
-		pthread_create(&t[i], NULL, worker_fn, (void *)(uintptr_t)i);
 	/* Fork only once every worker is going. */
-	while (__atomic_load_n(&worker_ops, __ATOMIC_RELAXED) < 1024UL * nthreads)
-		usleep(1000);
+	start_workers();
 	/* One failure tells the story; a hang costs CHILD_TIMEOUT. */
 	for (forks = 0; forks < NR_FORKS && !failed; forks++)
 		failed += !check_child(fork_child(child_main, CHILD_TIMEOUT), forks);
-	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < nthreads; i++)
-		pthread_join(t[i], NULL);
-	free(t);
+	stop_workers();
 	fprintf(stderr, "%d forks, %lu worker ops\n", forks, worker_ops);
 	CHECK_EQ(worker_errors, 0);
 	/* The parent's copies are untouched by what the children did. */
@@ -277,35 +295,35 @@ static int vfork_child_main(void)
  * 200 children of 2,000 mallocs each, before), and the fast paths are
  * back on once no child runs.
  */
+/* fn() in a vfork child, which exits with its result: the wait status, -1 if none. */
+static __attribute__((noinline)) int vfork_run(int (*fn)(void))
+{
+	int status = -1;
+	pid_t pid = vfork();
+
+	if (pid == 0)
+		_exit(fn());
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return status;
+}
+
 static void test_vfork_malloc(void)
 {
 	enum { NR_VFORKS = 50 };
-	int nthreads = 2 + 2 * nr_cpus_allowed(), failed = 0, n;
-	pthread_t *t = calloc((size_t)nthreads, sizeof(*t));
 	size_t fast_alloc = sheaf_fast_limit.alloc;
+	int failed = 0, n;
 
-	__atomic_store_n(&stop, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&worker_ops, 0, __ATOMIC_RELAXED);
-	for (int i = 0; i < nthreads; i++)
-		pthread_create(&t[i], NULL, worker_fn, (void *)(uintptr_t)i);
-	while (__atomic_load_n(&worker_ops, __ATOMIC_RELAXED) < 1024UL * nthreads)
-		usleep(1000);
+	start_workers();
 	for (n = 0; n < NR_VFORKS && !failed; n++) {
-		int status = -1;
-		pid_t pid = vfork();
+		int status = vfork_run(vfork_child_main);
 
-		if (pid == 0)
-			_exit(vfork_child_main());
-		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
-		    !WIFEXITED(status) || WEXITSTATUS(status)) {
+		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 			fprintf(stderr, "vfork child %d: status %#x\n", n, status);
 			failed++;
 		}
 	}
-	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < nthreads; i++)
-		pthread_join(t[i], NULL);
-	free(t);
+	stop_workers();
 	fprintf(stderr, "%d vforks, %lu worker ops\n", n, worker_ops);
 	CHECK_EQ(failed, 0);
 	CHECK_EQ(worker_errors, 0);
@@ -569,14 +587,10 @@ static int killed_middle(void)
 static void test_vfork_child_killed(void)
 {
 	size_t fast_alloc = sheaf_fast_limit.alloc;
-	int status = -1;
-	pid_t pid = vfork();
+	int status = vfork_run(killed_middle);
 
-	if (pid == 0)
-		_exit(killed_middle());
-	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
-	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-	CHECK_EQ(malloc_vforks, 0);
+	CHECK(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	CHECK_EQ(malloc_vfork_depth, 0);
 	CHECK_EQ(sheaf_fast_limit.alloc, fast_alloc);
 }
 
