@@ -134,7 +134,7 @@ __noinline void *slub_malloc_slow(size_t size, gfp_t gfp, unsigned long caller)
 		caller = _RET_IP_;
 
 	if (in_vfork_child())
-		return huge_alloc(size, 0);	/* zeroed, for calloc too */
+		return vfork_heap_alloc(size);	/* zeroed, for calloc too */
 	if (unlikely(!__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))) {
 		if (in_malloc_init)
 			return malloc_boot_alloc(size);
@@ -174,16 +174,30 @@ static __noinline void bad_free(const void *p, const char *fn, const void *calle
 }
 
 /*
- * free() in a vfork child: its own blocks are mappings, unmapped here;
- * the parent's objects stay where they are, allocated (a child that gave
- * them back would put them on a CPU's sheaf, see malloc_vfork.c).
+ * A block that is neither a slab's nor a page block nor a boot block:
+ * a vfork child's or a huge one, else not ours.
+ */
+static void free_mapped(void *p, const void *caller)
+{
+	enum vheap_free v = vfork_heap_free(p);
+
+	if (v == VHEAP_FREED)
+		return;
+	if (v == VHEAP_BAD || !huge_lookup(p, true))
+		bad_free(p, "free", caller);
+}
+
+/*
+ * free() in a vfork child: the parent's objects stay where they are,
+ * allocated (a child that gave them back would put them on a CPU's
+ * sheaf, see malloc_vfork.c); the vfork heap's blocks and huge blocks
+ * go back.
  */
 static __noinline void vfork_child_free(void *p, const void *caller)
 {
 	if (in_arena(p) || is_boot(p))
 		return;
-	if (!huge_lookup(p, true))
-		bad_free(p, "free", caller);
+	free_mapped(p, caller);
 }
 
 __noinline void slub_free_slow(void *p, const void *caller)
@@ -209,19 +223,21 @@ __noinline void slub_free_slow(void *p, const void *caller)
 	}
 	if (is_boot(p))
 		return;
-	if (!huge_lookup(p, true))
-		bad_free(p, "free", caller);
+	free_mapped(p, caller);
 }
 
 static size_t usable_size(const void *p)
 {
+	size_t size;
+
 	if (!p)
 		return 0;
 	if (in_arena(p))
 		return ksize(p);
 	if (is_boot(p))
 		return boot_size(p);
-	return huge_lookup(p, false);
+	size = vfork_heap_size(p);
+	return size ? size : huge_lookup(p, false);
 }
 
 MALLOC_API void *malloc(size_t size)

@@ -10,6 +10,10 @@
  * to twice its size whenever an insert would fill more than half of it:
  * there is always an empty slot for a probe to stop at, and the number of
  * live blocks is bounded by the address space, not by the table.
+ *
+ * It also holds the chunks of the vfork children's heap
+ * (malloc_vfork_heap.c), marked as such: mappings aligned to their size,
+ * found from any address inside them, never a block themselves.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -20,8 +24,11 @@
 
 struct huge {
 	uintptr_t addr;		/* 0: empty slot */
-	size_t size;		/* mapped length */
+	size_t size;		/* mapped length, | HUGE_CHUNK for a chunk */
 };
+
+/* The lengths are whole pages: the low bit is free to mark a chunk. */
+#define HUGE_CHUNK	1UL
 
 #define HUGE_MIN_SLOTS	256U	/* one page of entries, the first time */
 
@@ -123,7 +130,7 @@ static void huge_remove(struct huge *h)
 	huge_table[hole].addr = 0;
 }
 
-void *huge_alloc(size_t size, size_t align)
+static void *huge_map(size_t size, size_t align, size_t mark)
 {
 	size_t len, extra = align > PAGE_SIZE ? align : 0;
 	bool registered;
@@ -154,7 +161,7 @@ void *huge_alloc(size_t size, size_t align)
 	slub_lock(&huge_lock);
 	registered = huge_reserve();
 	if (registered) {
-		huge_place(huge_table, huge_slots, (uintptr_t)start, len);
+		huge_place(huge_table, huge_slots, (uintptr_t)start, len | mark);
 		huge_usage.nr++;
 		huge_count(len);
 	}
@@ -167,6 +174,19 @@ void *huge_alloc(size_t size, size_t align)
 	return start;
 }
 
+void *huge_alloc(size_t size, size_t align)
+{
+	return huge_map(size, align, 0);
+}
+
+/* The entry of the huge block that starts at p: not a chunk's. Under huge_lock. */
+static struct huge *huge_block(const void *p)
+{
+	struct huge *h = huge_find((uintptr_t)p);
+
+	return h && !(h->size & HUGE_CHUNK) ? h : NULL;
+}
+
 /* Size of a huge block, 0 if p is not one; unregisters and unmaps it if unmap. */
 size_t huge_lookup(const void *p, bool unmap)
 {
@@ -174,7 +194,7 @@ size_t huge_lookup(const void *p, bool unmap)
 	size_t size = 0;
 
 	slub_lock(&huge_lock);
-	h = huge_find((uintptr_t)p);
+	h = huge_block(p);
 	if (h) {
 		size = h->size;
 		if (unmap) {
@@ -206,7 +226,7 @@ void *huge_remap(void *p, size_t size)
 	if (size > SIZE_MAX - PAGE_SIZE)
 		return NULL;
 	slub_lock(&huge_lock);
-	h = huge_find((uintptr_t)p);
+	h = huge_block(p);
 	if (h) {
 		size_t old = h->size;
 
@@ -224,6 +244,49 @@ void *huge_remap(void *p, size_t size)
 	return n;
 }
 
+/*
+ * A chunk for the vfork heap: len bytes (a power of two, at least a page)
+ * aligned to len, zeroed, counted with the huge blocks. NULL if none.
+ */
+void *huge_chunk_alloc(size_t len)
+{
+	return huge_map(len, len, HUGE_CHUNK);
+}
+
+/* The start of the chunk of len bytes that holds p, or NULL. */
+void *huge_chunk_of(const void *p, size_t len)
+{
+	uintptr_t base = (uintptr_t)p & ~(len - 1);
+	struct huge *h;
+
+	if (!base)
+		return NULL;
+	slub_lock(&huge_lock);
+	h = huge_find(base);
+	if (h && h->size != (len | HUGE_CHUNK))
+		h = NULL;
+	slub_unlock(&huge_lock);
+	return h ? (void *)base : NULL;
+}
+
+void huge_chunk_free(void *base, size_t len)
+{
+	struct huge *h;
+
+	slub_lock(&huge_lock);
+	h = huge_find((uintptr_t)base);
+	if (h && h->size == (len | HUGE_CHUNK)) {
+		huge_remove(h);
+		huge_usage.nr--;
+		huge_usage.bytes -= len;
+	} else {
+		h = NULL;
+	}
+	slub_unlock(&huge_lock);
+	if (h)
+		munmap(base, len);
+}
+
 void malloc_huge_usage(struct malloc_huge_usage *u)
 {
 	slub_lock(&huge_lock);
@@ -234,16 +297,19 @@ void malloc_huge_usage(struct malloc_huge_usage *u)
 /* Called by init.c's fork handlers, before and after every other lock. */
 void malloc_fork_prepare(void)
 {
+	vfork_heap_fork_prepare();	/* its lock is taken before huge_lock */
 	slub_lock(&huge_lock);
 }
 
 void malloc_fork_parent(void)
 {
 	slub_unlock(&huge_lock);
+	vfork_heap_fork_parent();
 }
 
 void malloc_fork_child(void)
 {
 	slub_lock_init(&huge_lock);
+	vfork_heap_fork_child();
 	malloc_vfork_fork_child();
 }

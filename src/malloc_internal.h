@@ -76,13 +76,30 @@ void malloc_huge_usage(struct malloc_huge_usage *u);
 void *huge_alloc(size_t size, size_t align);
 size_t huge_lookup(const void *p, bool unmap);
 void *huge_remap(void *p, size_t size);
+/* Chunks for malloc_vfork_heap.c: len a power of two, the mapping aligned to it. */
+void *huge_chunk_alloc(size_t len);
+void *huge_chunk_of(const void *p, size_t len);
+void huge_chunk_free(void *base, size_t len);
+
+/*
+ * malloc_vfork_heap.c: a vfork child's blocks, which outlive it. Either
+ * process frees them; vfork_heap_size() is 0 for an address that is not
+ * a live one's start.
+ */
+enum vheap_free { VHEAP_NOT_OURS, VHEAP_FREED, VHEAP_BAD };
+void *vfork_heap_alloc(size_t size);
+size_t vfork_heap_size(const void *p);
+enum vheap_free vfork_heap_free(const void *p);
+void vfork_heap_fork_prepare(void);
+void vfork_heap_fork_parent(void);
+void vfork_heap_fork_child(void);
 
 /*
  * malloc_vfork.c: the vfork levels this thread has taken (its own, and
  * those of the vfork children that run on its stack and TLS), and
  * whether this thread of execution is such a child. In a child the slow
  * paths (where the fast paths send everything while a vfork is under
- * way) touch no CPU's sheaf: its blocks are mappings of their own.
+ * way) touch no CPU's sheaf: its blocks come from the vfork heap.
  */
 extern __thread int malloc_vfork_depth __attribute__((tls_model("initial-exec")));
 bool malloc_vfork_marked(void);

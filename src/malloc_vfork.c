@@ -16,9 +16,9 @@
  * So vfork() (and glibc's other name for it, __vfork) holds every thread
  * off the fast paths (sheaf_fast_hold()) until the parent resumes, which
  * is when the child has exec'd or exited, and the child is marked: its
- * malloc then maps blocks of its own, as huge blocks (malloc_huge.c,
- * under huge_lock alone), and its free() unmaps those and leaves the
- * slabs' objects alone; the parent's other threads take the slow paths,
+ * malloc then takes blocks from the vfork heap (malloc_vfork_heap.c,
+ * under locks of its own), and its free() gives those back and leaves
+ * the slabs' objects alone; the parent's other threads take the slow paths,
  * whose sequences their own registration guards. Callers of clone() with
  * CLONE_VM, and kmalloc() in such a child, are not covered; posix_spawn()
  * uses clone() but its child calls no malloc.
