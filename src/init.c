@@ -28,16 +28,27 @@ void malloc_fork_prepare(void) __attribute__((weak));
 void malloc_fork_parent(void) __attribute__((weak));
 void malloc_fork_child(void) __attribute__((weak));
 
+static struct slub_lock slab_init_lock = SLUB_LOCK_INIT;
+
 /*
- * Every lock, in the one order all paths follow: the huge-block registry,
- * slab_mutex, sysfs_lock, each cache's per-CPU locks and list_lock, the
- * stack depot's lock (slub_debug), the pcp locks, zone->lock.
+ * Every lock, in the one order all paths follow: the bring-up's two, the
+ * vfork heap's and the huge-block registry's (libslub-malloc), then, once
+ * the library is up, slab_mutex, sysfs_lock, each cache's per-CPU locks
+ * and list_lock, the stack depot's lock (slub_debug), the pcp locks,
+ * zone->lock. Before it is up those do not exist yet, and the bring-up,
+ * which holds init_lock, cannot be half done.
  */
+static bool fork_locked_all;
 
 static void fork_prepare(void)
 {
+	slub_lock(&init_lock);
+	slub_lock(&slab_init_lock);
 	if (malloc_fork_prepare)
 		malloc_fork_prepare();
+	fork_locked_all = __atomic_load_n(&slub_initialised, __ATOMIC_ACQUIRE);
+	if (!fork_locked_all)
+		return;
 	slub_lock(&slab_mutex);
 	slub_lock(&sysfs_lock);
 	slab_fork_prepare();
@@ -47,25 +58,35 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
-	page_alloc_fork_parent();
-	stack_depot_fork_parent();
-	slab_fork_parent();
-	slub_unlock(&sysfs_lock);
-	slub_unlock(&slab_mutex);
+	if (fork_locked_all) {
+		page_alloc_fork_parent();
+		stack_depot_fork_parent();
+		slab_fork_parent();
+		slub_unlock(&sysfs_lock);
+		slub_unlock(&slab_mutex);
+	}
 	if (malloc_fork_parent)
 		malloc_fork_parent();
+	slub_unlock(&slab_init_lock);
+	slub_unlock(&init_lock);
 }
 
 static void fork_child(void)
 {
-	page_alloc_fork_child();
-	stack_depot_fork_child();
-	slub_tid_fork_child();
-	slab_fork_child();
-	slub_lock_init(&sysfs_lock);
-	slub_lock_init(&slab_mutex);
+	if (fork_locked_all) {
+		page_alloc_fork_child();
+		stack_depot_fork_child();
+		slub_tid_fork_child();
+		slab_fork_child();
+		slub_lock_init(&sysfs_lock);
+		slub_lock_init(&slab_mutex);
+	} else {
+		sheaf_fast_fork_child();	/* a vfork may come first */
+	}
 	if (malloc_fork_child)
 		malloc_fork_child();
+	slub_lock_init(&slab_init_lock);
+	slub_lock_init(&init_lock);
 }
 
 /*
@@ -78,6 +99,22 @@ static void fork_child(void)
 extern void *__dso_handle;
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
 			     void (*child)(void), void *dso_handle);
+
+/*
+ * Registered as the library is loaded, before any constructor of lower
+ * priority runs, not at the first allocation: prepare handlers run in the
+ * reverse order of registration and the others in order, so the handlers
+ * of a program or library that registered before the first malloc ran
+ * while every lock here was held, and one that mallocs (the child's, to
+ * set itself up again) waited on them for ever. Registered first, these
+ * take the locks after every other prepare handler and give them back
+ * before every other parent and child handler, as glibc's fork() does
+ * with its malloc's.
+ */
+__startup __attribute__((constructor(101))) static void slub_register_fork(void)
+{
+	__register_atfork(fork_prepare, fork_parent, fork_child, __dso_handle);
+}
 
 /*
  * Set while this thread applies SLUB_CONFIG's global entries: a store that
@@ -122,7 +159,6 @@ int slub_init_slow(void)
 	in_slub_init = 1;
 	policy_apply_global();
 	in_slub_init = 0;
-	__register_atfork(fork_prepare, fork_parent, fork_child, __dso_handle);
 	__atomic_store_n(&slub_initialised, 1, __ATOMIC_RELEASE);
 	slub_unlock(&init_lock);
 	/* Up: now SLUB_STATS=1 and SLUB_CONTROL=1 may use the namespace. */
@@ -137,7 +173,6 @@ int slub_init_slow(void)
  * from the kmem_cache cache: the thread doing it is let through.
  */
 int slab_initialised;
-static struct slub_lock slab_init_lock = SLUB_LOCK_INIT;
 static __thread int in_slab_init;
 static int slab_init_error;
 

@@ -314,16 +314,21 @@ static void *slub_realloc(void *p, size_t size, const void *caller)
 		errno = EINVAL;
 		return NULL;
 	}
+	/*
+	 * A huge block that stays huge: mremap grows it, or gives the pages
+	 * past the new size back (kept whole, a 64 MiB block realloc'd to
+	 * 33 MiB held all 64 resident).
+	 */
+	if (old > MAX_PAGES_SIZE && size > MAX_PAGES_SIZE && !in_arena(p)) {
+		n = huge_remap(p, size);
+		if (n)
+			return n;
+	}
 	/* Fits, and not worth moving to save less than half. */
 	if (size <= old && size >= old / 2) {
 		if (in_arena(p))
 			kmalloc_resize(p, size, GFP_KERNEL);
 		return p;
-	}
-	if (old > MAX_PAGES_SIZE && size > MAX_PAGES_SIZE && !in_arena(p)) {
-		n = huge_remap(p, size);
-		if (n)
-			return n;
 	}
 	n = slub_malloc(size, GFP_KERNEL, (unsigned long)caller);
 	if (!n)

@@ -781,8 +781,66 @@ static void test_vfork_setenv(void)
 	CHECK_EQ(bad, 0);
 }
 
-int main(void)
+/*
+ * Fork handlers that malloc, registered before the program's first
+ * malloc: the library's own were registered at that first malloc, after
+ * these, so their prepare ran after the library had taken its locks and
+ * their child and parent before it gave them back, and a malloc there
+ * waited for ever (every time, at 5,000 bytes and up). Run as this
+ * program's first act, in a process of its own.
+ */
+static const size_t atfork_sizes[] = { 100, 5000, 20000, 10 * MiB };
+static int atfork_stage_failed;
+
+static void atfork_malloc(void)
 {
+	for (size_t i = 0; i < ARRAY_SIZE(atfork_sizes); i++) {
+		char *p = malloc(atfork_sizes[i]);
+
+		if (!p) {
+			atfork_stage_failed = 1;
+			continue;
+		}
+		p[0] = p[atfork_sizes[i] - 1] = 1;
+		free(p);
+	}
+}
+
+static int atfork_first(void)
+{
+	int status = -1;
+	pid_t pid;
+
+	alarm(CHILD_TIMEOUT);
+	if (pthread_atfork(atfork_malloc, atfork_malloc, atfork_malloc))
+		return 2;
+	free(malloc(32));
+	for (int i = 0; i < 20; i++) {
+		pid = fork();
+		if (pid == 0)
+			_exit(atfork_stage_failed ? 3 : 0);
+		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
+		    !WIFEXITED(status) || WEXITSTATUS(status))
+			return 4;
+	}
+	return atfork_stage_failed ? 5 : 0;
+}
+
+static void test_atfork_handlers_first(void)
+{
+	char *argv[] = { "/proc/self/exe", "atfork-first", NULL };
+	char out[4096];
+	int status = run_self_env(argv, "SLUB_TEST_ATFORK=1", out, sizeof(out));
+
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fprintf(stderr, "atfork-first: status %#x: %s\n", status, out);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "atfork-first"))
+		return atfork_first();
 	test_cpus_init();
 	TEST(test_fork_malloc);
 	TEST(test_vfork_malloc);
@@ -795,5 +853,6 @@ int main(void)
 	TEST(test_vfork_trim_own_rseq);
 	TEST(test_vfork_blocks_outlive_child);
 	TEST(test_vfork_setenv);
+	TEST(test_atfork_handlers_first);
 	return test_done();
 }

@@ -200,7 +200,8 @@ static void test_huge_registry_grows(void)
 /*
  * mallinfo2()'s hblks and hblkhd follow a huge block through realloc()'s
  * mremap, grown and shrunk, to its free: they once kept the first size
- * and went below zero at the free.
+ * and went below zero at the free. A shrink by less than half gives its
+ * tail back too: it kept the whole block.
  */
 static void test_huge_usage_realloc(void)
 {
@@ -234,6 +235,18 @@ static void test_huge_usage_realloc(void)
 	m = mallinfo2();
 	CHECK_EQ(m.hblks, before.hblks + 1);
 	CHECK_EQ(m.hblkhd, before.hblkhd + 40 * MiB + PAGE);
+	/* More than half: shrunk in place all the same, its tail unmapped. */
+	q = realloc(p, hide_size(33 * MiB));
+	CHECK(q == p);
+	if (q != p) {
+		free(q ? q : p);
+		return;
+	}
+	CHECK_EQ(check_fill(p, 4096, 3), 4096);
+	CHECK_EQ(malloc_usable_size(p), 33 * MiB);
+	CHECK(!mapped(p + 33 * MiB, PAGE));
+	m = mallinfo2();
+	CHECK_EQ(m.hblkhd, before.hblkhd + 33 * MiB);
 	free(p);
 	m = mallinfo2();
 	CHECK_EQ(m.hblks, before.hblks);
