@@ -163,7 +163,7 @@ __noinline void *slub_malloc_slow(size_t size, gfp_t gfp, unsigned long caller)
 		p = kmalloc(size, gfp | __GFP_NOWARN);
 		return p ? p : page_block_fallback(size, 0);
 	}
-	return huge_alloc(size, 0);	/* fresh mappings are zeroed */
+	return huge_alloc_kept(size, gfp & __GFP_ZERO);
 }
 
 static __noinline void bad_free(const void *p, const char *fn, const void *caller)
@@ -292,7 +292,7 @@ MALLOC_API int malloc_trim(size_t pad)
 	/* Not a vfork child's: its flushes would run per-CPU code (malloc_vfork.c). */
 	if (in_vfork_child())
 		return 0;
-	return slub_trim() ? 1 : 0;
+	return (slub_trim() | huge_trim()) ? 1 : 0;
 }
 
 static void *slub_realloc(void *p, size_t size, const void *caller)

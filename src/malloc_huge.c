@@ -11,15 +11,31 @@
  * there is always an empty slot for a probe to stop at, and the number of
  * live blocks is bounded by the address space, not by the table.
  *
+ * A freed block of up to HUGE_KEEP_MAX stays mapped for a while
+ * (page_alloc/purge_delay_ms, as the page allocator's free blocks), for
+ * the next huge malloc() that it holds: a program that mallocs, fills and
+ * frees an 8 MiB buffer in a loop paid 2,048 page faults and two system
+ * calls a turn, 160 times glibc's time. glibc keeps such blocks too: the
+ * free of a mapped block of up to 32 MiB raises its mmap threshold, and
+ * later ones come from its heap. A malloc takes the head of the smallest
+ * kept block that holds it (the rest stays kept, and joins it again when
+ * it is freed), else the largest, grown by mremap, so that the pages
+ * serve again whatever the sizes. At most HUGE_KEEP_BYTES are kept, the
+ * oldest going first; they go back at the next huge malloc or free once
+ * they have aged, and all of them at malloc_trim(). A purge delay of 0
+ * keeps none.
+ *
  * It also holds the chunks of the vfork children's heap
  * (malloc_vfork_heap.c), marked as such: mappings aligned to their size,
  * found from any address inside them, never a block themselves.
  */
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "malloc_internal.h"
+#include "page_alloc.h"
 #include "slub_internal.h"
 
 struct huge {
@@ -31,6 +47,21 @@ struct huge {
 #define HUGE_CHUNK	1UL
 
 #define HUGE_MIN_SLOTS	256U	/* one page of entries, the first time */
+
+/* A freed block kept mapped, not in the registry. */
+struct huge_kept {
+	void *addr;
+	size_t len;
+	unsigned long freed_ms;
+};
+
+#define HUGE_KEEP_NR	8
+#define HUGE_KEEP_MAX	(32UL << 20)	/* glibc's largest mmap threshold */
+#define HUGE_KEEP_BYTES	(32UL << 20)
+
+static struct huge_kept huge_kept[HUGE_KEEP_NR];	/* oldest first */
+static unsigned int huge_nr_kept;
+static size_t huge_kept_bytes;
 
 static struct huge *huge_table;
 static size_t huge_slots;	/* a power of two, or 0 before the first */
@@ -179,6 +210,194 @@ void *huge_alloc(size_t size, size_t align)
 	return huge_map(size, align, 0);
 }
 
+/* Take kept block i off the list. Under huge_lock. */
+static struct huge_kept huge_unkeep(unsigned int i)
+{
+	struct huge_kept k = huge_kept[i];
+
+	/* Atomic: huge_alloc_kept() looks at it unlocked. */
+	__atomic_store_n(&huge_nr_kept, huge_nr_kept - 1, __ATOMIC_RELAXED);
+	memmove(&huge_kept[i], &huge_kept[i + 1], (huge_nr_kept - i) * sizeof(k));
+	huge_kept_bytes -= k.len;
+	return k;
+}
+
+/* Add a kept block, the newest; there is a slot. Under huge_lock. */
+static void huge_put_kept(void *addr, size_t len, unsigned long ms)
+{
+	huge_kept[huge_nr_kept] = (struct huge_kept){ addr, len, ms };
+	__atomic_store_n(&huge_nr_kept, huge_nr_kept + 1, __ATOMIC_RELAXED);
+	huge_kept_bytes += len;
+}
+
+/*
+ * Move to out[] the kept blocks that must go: all if all, else those
+ * older than the purge delay and, to make room for add bytes more, the
+ * oldest. Returns how many; the caller unmaps them once it has unlocked.
+ * Under huge_lock.
+ */
+static unsigned int huge_expire(struct huge_kept *out, size_t add, bool all)
+{
+	int delay = page_alloc_purge_delay();
+	unsigned long now = coarse_clock_ms();
+	unsigned int n = 0;
+
+	while (huge_nr_kept &&
+	       (all || (delay >= 0 && now - huge_kept[0].freed_ms >= (unsigned long)delay) ||
+		huge_nr_kept + (add ? 1 : 0) > HUGE_KEEP_NR ||
+		huge_kept_bytes + add > HUGE_KEEP_BYTES))
+		out[n++] = huge_unkeep(0);
+	return n;
+}
+
+static void huge_unmap_all(const struct huge_kept *k, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		munmap(k[i].addr, k[i].len);
+}
+
+/*
+ * The smallest kept block of at least len bytes, else the largest, or
+ * NULL if none is kept. Under huge_lock.
+ */
+static struct huge_kept *huge_kept_fit(size_t len)
+{
+	struct huge_kept *best = NULL;
+
+	for (unsigned int i = 0; i < huge_nr_kept; i++) {
+		struct huge_kept *k = &huge_kept[i];
+
+		if (!best || (best->len < len ? k->len > best->len :
+				k->len >= len && k->len < best->len))
+			best = k;
+	}
+	return best;
+}
+
+/*
+ * The first len bytes of kept block k, for a new huge block: its tail
+ * stays kept. A block too small is grown by mremap, so that only the new
+ * pages fault; if that fails (a block merged from two mappings cannot
+ * move), it is swapped for a new mapping. *dirty: the bytes that may be
+ * nonzero. NULL if there is no memory. Under huge_lock: a range it unmaps
+ * must not be another thread's new mapping before the registry knows.
+ */
+static void *huge_kept_take(struct huge_kept *k, size_t len, size_t *dirty)
+{
+	struct huge_kept whole;
+	void *n;
+
+	if (k->len > len) {
+		n = k->addr;
+		k->addr = (char *)k->addr + len;
+		k->len -= len;
+		huge_kept_bytes -= len;
+		*dirty = len;
+		return n;
+	}
+	whole = huge_unkeep((unsigned int)(k - huge_kept));
+	*dirty = whole.len;
+	if (whole.len == len)
+		return whole.addr;
+	n = mremap(whole.addr, whole.len, len, MREMAP_MAYMOVE);
+	if (n != MAP_FAILED)
+		return n;
+	munmap(whole.addr, whole.len);
+	*dirty = 0;
+	n = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return n == MAP_FAILED ? NULL : n;
+}
+
+/*
+ * malloc()'s huge block: the head of the smallest kept block that holds
+ * it, else the largest grown, zeroed if zero; else a new mapping (zeroed
+ * by the system).
+ */
+void *huge_alloc_kept(size_t size, bool zero)
+{
+	struct huge_kept gone[HUGE_KEEP_NR + 1], *fit;
+	size_t len, dirty = 0;
+	unsigned int n;
+	void *p = NULL;
+
+	if (size > HUGE_KEEP_MAX || !__atomic_load_n(&huge_nr_kept, __ATOMIC_RELAXED))
+		return huge_alloc(size, 0);
+	len = ALIGN(size, PAGE_SIZE);
+	slub_lock(&huge_lock);
+	n = huge_expire(gone, 0, false);
+	fit = huge_kept_fit(len);
+	if (fit && huge_reserve()) {
+		p = huge_kept_take(fit, len, &dirty);
+		if (p) {
+			huge_place(huge_table, huge_slots, (uintptr_t)p, len);
+			huge_usage.nr++;
+			huge_count(len);
+		}
+	}
+	slub_unlock(&huge_lock);
+	huge_unmap_all(gone, n);
+	if (!p)
+		return huge_alloc(size, 0);
+	/* What mremap added reads as zero. */
+	return zero ? memset(p, 0, dirty < size ? dirty : size) : p;
+}
+
+/*
+ * Keep a block just taken out of the registry, or not (too large, or the
+ * purge delay is 0): false if the caller unmaps it. A kept neighbour (the
+ * tail a malloc left, or a block freed before) joins it, one block again,
+ * the newest. Under huge_lock; what must go is moved to gone[], *n.
+ */
+static bool huge_keep(void *p, size_t len, struct huge_kept *gone, unsigned int *n)
+{
+	int below = -1, above = -1;
+	size_t whole = len;
+
+	if (len > HUGE_KEEP_MAX || !page_alloc_purge_delay())
+		return false;
+	for (unsigned int i = 0; i < huge_nr_kept; i++) {
+		struct huge_kept *k = &huge_kept[i];
+
+		if ((char *)k->addr + k->len == (char *)p)
+			below = (int)i;
+		else if ((char *)p + len == (char *)k->addr)
+			above = (int)i;
+	}
+	if (below >= 0)
+		whole += huge_kept[below].len;
+	if (above >= 0)
+		whole += huge_kept[above].len;
+	/* Joined only while the whole fits what may be kept. */
+	if (whole <= HUGE_KEEP_BYTES) {
+		if (above > below) {
+			len += huge_unkeep((unsigned int)above).len;
+			above = -1;
+		}
+		if (below >= 0) {
+			p = huge_kept[below].addr;
+			len += huge_unkeep((unsigned int)below).len;
+		}
+		if (above >= 0)
+			len += huge_unkeep((unsigned int)above).len;
+	}
+	*n = huge_expire(gone, len, false);
+	huge_put_kept(p, len, coarse_clock_ms());
+	return true;
+}
+
+/* malloc_trim(): every kept block back to the system. True if there was one. */
+bool huge_trim(void)
+{
+	struct huge_kept gone[HUGE_KEEP_NR + 1];
+	unsigned int n;
+
+	slub_lock(&huge_lock);
+	n = huge_expire(gone, 0, true);
+	slub_unlock(&huge_lock);
+	huge_unmap_all(gone, n);
+	return n != 0;
+}
+
 /* The entry of the huge block that starts at p: not a chunk's. Under huge_lock. */
 static struct huge *huge_block(const void *p)
 {
@@ -190,8 +409,11 @@ static struct huge *huge_block(const void *p)
 /* Size of a huge block, 0 if p is not one; unregisters and unmaps it if unmap. */
 size_t huge_lookup(const void *p, bool unmap)
 {
+	struct huge_kept gone[HUGE_KEEP_NR + 1];
+	unsigned int n = 0;
 	struct huge *h;
 	size_t size = 0;
+	bool kept = false;
 
 	slub_lock(&huge_lock);
 	h = huge_block(p);
@@ -201,10 +423,12 @@ size_t huge_lookup(const void *p, bool unmap)
 			huge_remove(h);
 			huge_usage.nr--;
 			huge_usage.bytes -= size;
+			kept = huge_keep((void *)p, size, gone, &n);
 		}
 	}
 	slub_unlock(&huge_lock);
-	if (h && unmap)
+	huge_unmap_all(gone, n);
+	if (h && unmap && !kept)
 		munmap((void *)p, size);
 	return size;
 }

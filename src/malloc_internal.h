@@ -74,6 +74,9 @@ struct malloc_huge_usage {
 void malloc_huge_usage(struct malloc_huge_usage *u);
 /* malloc_huge.c: a new huge block, NULL and ENOMEM if none; align 0 or a power of two. */
 void *huge_alloc(size_t size, size_t align);
+/* malloc()'s: a freed block kept mapped, if one fits (zeroed if zero), else huge_alloc(). */
+void *huge_alloc_kept(size_t size, bool zero);
+bool huge_trim(void);
 size_t huge_lookup(const void *p, bool unmap);
 void *huge_remap(void *p, size_t size);
 /* Chunks for malloc_vfork_heap.c: len a power of two, the mapping aligned to it. */

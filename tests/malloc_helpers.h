@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -82,6 +83,16 @@ static inline bool mapped(const void *p, size_t len)
 	uintptr_t a = (uintptr_t)p & ~(PAGE - 1);
 
 	return msync((void *)a, len + ((uintptr_t)p - a), MS_ASYNC) == 0;
+}
+
+/*
+ * A freed huge block went back to the system: malloc_trim() unmaps the
+ * ones kept for reuse (malloc_huge.c); one still allocated stays mapped.
+ */
+static inline bool freed_back(const void *p, size_t len)
+{
+	malloc_trim(0);
+	return !mapped(p, len);
 }
 
 static inline void in_child_body(void *arg)

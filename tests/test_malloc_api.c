@@ -285,7 +285,7 @@ static void test_realloc_zero(void)
 	old = (uintptr_t)p;
 	memset(p, 1, 6 * MiB);
 	CHECK(realloc(p, hide_size(0)) == NULL);
-	CHECK(!mapped((void *)old, PAGE));
+	CHECK(freed_back((void *)old, PAGE));
 }
 
 /*
@@ -341,7 +341,7 @@ static void test_realloc_shrink(void)
 	CHECK_EQ(check_fill(q, 40, 5), 40);
 	/* now a kmalloc-48 (or -64) object */
 	CHECK_EQ(ksize(q), fine_classes() ? 48 : 64);
-	CHECK(!mapped((void *)old, PAGE));
+	CHECK(freed_back((void *)old, PAGE));
 	/* A slab object shrunk to less than half moves to a smaller cache. */
 	q = realloc(q, hide_size(8));
 	CHECK(q != NULL);
@@ -753,7 +753,7 @@ static void test_free_sized(void)
 	p = malloc(hide_size(10 * MiB));
 	old = (uintptr_t)p;
 	free_sized(p, 10 * MiB);
-	CHECK(!mapped((void *)old, PAGE));
+	CHECK(freed_back((void *)old, PAGE));
 
 	/* free_aligned_sized on what aligned_alloc returned. */
 	p = aligned_alloc(256, hide_size(256));
@@ -774,7 +774,7 @@ static void test_free_sized(void)
 	old = (uintptr_t)p;
 	CHECK(aligned(p, 8 * MiB));
 	free_aligned_sized(p, 8 * MiB, 8 * MiB);
-	CHECK(!mapped((void *)old, PAGE));
+	CHECK(freed_back((void *)old, PAGE));
 }
 
 /* glibc's second names, aliases in malloc.c: the same allocator behind them. */
@@ -970,7 +970,7 @@ static void bad_frees(void)
 	a.p = huge;
 	capture_stderr(do_free, &a, out, sizeof(out));
 	CHECK_EQ(strlen(out), 0);
-	CHECK(!mapped(huge, PAGE));
+	CHECK(freed_back(huge, PAGE));
 	a.p = block;
 	capture_stderr(do_free, &a, out, sizeof(out));
 	CHECK_EQ(strlen(out), 0);

@@ -71,7 +71,8 @@ static void test_huge_many(void)
 		if (p[i]) {
 			size_t u = malloc_usable_size(p[i]);
 
-			wrong += p[i][0] != n[i] || u < n[i] || u >= n[i] + PAGE;
+			/* A kept block reused is up to a quarter larger. */
+			wrong += p[i][0] != n[i] || u < n[i] || u >= n[i] + n[i] / 4 + PAGE;
 			free(p[i]);
 		}
 		n[i] = BLOCK_MAX + 1 + (size_t)(rnd_next(&rnd) % (64 * PAGE));
@@ -87,7 +88,7 @@ static void test_huge_many(void)
 			continue;
 		wrong += p[i][0] != n[i] || malloc_usable_size(p[i]) < n[i];
 		free(p[i]);
-		CHECK(!mapped(p[i], PAGE));
+		CHECK(freed_back(p[i], PAGE));
 		p[i] = NULL;
 	}
 	CHECK_EQ(wrong, 0);
@@ -362,6 +363,103 @@ static void test_address_space_limit(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/*
+ * Freed huge blocks of up to 32 MiB stay mapped for a purge delay, for
+ * the next malloc(): the head of the smallest kept block that holds it
+ * (the tail stays kept, and joins it again at its free), else the
+ * largest, grown by mremap. A loop that
+ * mallocs and frees an 8 MiB buffer no longer maps and faults it afresh
+ * each turn. calloc() gets one zeroed; 32 MiB at most are kept, the
+ * oldest going first; they age out at the next huge malloc or free, and
+ * malloc_trim() unmaps them all. A delay of 0 keeps none.
+ */
+#define DELAY	"page_alloc/purge_delay_ms"
+
+static void test_huge_kept(void)
+{
+	struct mallinfo2 before;
+	unsigned char *p, *q, *r[6];
+
+	CHECK_EQ(slub_sysfs_write(DELAY, "1000"), 0);
+	malloc_trim(0);
+	before = mallinfo2();
+
+	p = malloc(hide_size(8 * MiB));
+	CHECK(p != NULL);
+	memset(p, 0x77, 8 * MiB);
+	free(p);
+	CHECK(mapped(p, 8 * MiB));
+	CHECK_EQ(mallinfo2().hblks, before.hblks);	/* kept is not in use */
+	q = malloc(hide_size(8 * MiB - 100 * KiB));
+	CHECK(q == p);
+	CHECK_EQ(mallinfo2().hblks, before.hblks + 1);
+	free(q);
+	q = calloc(1, hide_size(7 * MiB));
+	CHECK(q == p);
+	CHECK(all_bytes(q, 7 * MiB, 0));
+	free(q);
+	/* The head of it; the tail stays kept, and the two join again. */
+	q = malloc(hide_size(6 * MiB));
+	CHECK(q == p);
+	CHECK_EQ(malloc_usable_size(q), 6 * MiB);
+	CHECK(mapped(p + 6 * MiB, 2 * MiB));
+	memset(q, 0x66, 6 * MiB);
+	free(q);
+	q = malloc(hide_size(8 * MiB));
+	CHECK(q == p);
+	free(q);
+	/* Too small: grown, its bytes kept; calloc zeroes the old part. */
+	q = calloc(1, hide_size(10 * MiB));
+	CHECK(q != NULL);
+	CHECK_EQ(malloc_usable_size(q), 10 * MiB);
+	CHECK(all_bytes(q, 10 * MiB, 0));
+	free(q);
+	CHECK(mapped(q, 10 * MiB));
+	CHECK_EQ(malloc_trim(0), 1);
+	CHECK(!mapped(q, PAGE));
+	CHECK_EQ(malloc_trim(0), 0);
+
+	/* Larger than 32 MiB: unmapped at once. */
+	p = malloc(hide_size(40 * MiB));
+	CHECK(p != NULL);
+	free(p);
+	CHECK(!mapped(p, PAGE));
+
+	/* 32 MiB at most, the oldest going first: the last freed stays. */
+	for (int i = 0; i < 6; i++)
+		r[i] = malloc(hide_size(6 * MiB));
+	for (int i = 0; i < 6; i++)
+		free(r[i]);
+	{
+		int still = 0;
+
+		for (int i = 0; i < 6; i++)
+			still += mapped(r[i], PAGE);
+		CHECK(still >= 1 && still <= 5);
+		CHECK(mapped(r[5], 6 * MiB));
+	}
+	malloc_trim(0);
+
+	/* Aged out at the next huge malloc. */
+	CHECK_EQ(slub_sysfs_write(DELAY, "50"), 0);
+	p = malloc(hide_size(12 * MiB));
+	free(p);
+	CHECK(mapped(p, PAGE));
+	sleep_ms(120);
+	q = malloc(hide_size(5 * MiB));
+	CHECK(!mapped(p, PAGE));
+	free(q);
+
+	/* A delay of 0 keeps none. */
+	CHECK_EQ(slub_sysfs_write(DELAY, "0"), 0);
+	p = malloc(hide_size(12 * MiB));
+	free(p);
+	CHECK(!mapped(p, PAGE));
+	CHECK_EQ(slub_sysfs_write(DELAY, "1000"), 0);
+	malloc_trim(0);
+	CHECK_EQ(mallinfo2().hblks, before.hblks);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "as-limited")) {
@@ -384,6 +482,7 @@ int main(int argc, char **argv)
 	TEST(test_huge_realloc_race);
 	TEST(test_huge_registry_grows);
 	TEST(test_huge_usage_realloc);
+	TEST(test_huge_kept);
 	TEST(test_address_space_limit);
 	return test_done();
 }
