@@ -5,6 +5,7 @@
  * handlers, which take every lock in the documented order so that no lock
  * is left held in the child.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 
@@ -101,19 +102,44 @@ extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
 			     void (*child)(void), void *dso_handle);
 
 /*
- * Registered as the library is loaded, before any constructor of lower
- * priority runs, not at the first allocation: prepare handlers run in the
- * reverse order of registration and the others in order, so the handlers
- * of a program or library that registered before the first malloc ran
- * while every lock here was held, and one that mallocs (the child's, to
- * set itself up again) waited on them for ever. Registered first, these
- * take the locks after every other prepare handler and give them back
- * before every other parent and child handler, as glibc's fork() does
- * with its malloc's.
+ * The fork handlers must be registered before any other: prepare handlers
+ * run in the reverse order of registration and the others in order, so
+ * the handlers of a program or library registered earlier ran while every
+ * lock here was held, and one that mallocs (the child's, to set itself up
+ * again) waited on them for ever. Registered first, these take the locks
+ * after every other prepare handler and give them back before every other
+ * parent and child handler, as glibc's fork() does with its malloc's.
+ *
+ * So they are registered as the library is loaded (a constructor), not at
+ * the first allocation, and, for libraries whose constructors run earlier
+ * (under LD_PRELOAD, the program's own libraries' run first), by the
+ * drop-in's __register_atfork() before the one it passes on
+ * (malloc_vfork.c). Through libc's own, found past any such definition.
  */
-__startup __attribute__((constructor(101))) static void slub_register_fork(void)
+static int fork_registered;
+
+void slub_register_fork(void)
 {
-	__register_atfork(fork_prepare, fork_parent, fork_child, __dso_handle);
+	static struct slub_lock lock = SLUB_LOCK_INIT;
+	int (*next)(void (*)(void), void (*)(void), void (*)(void), void *);
+
+	if (__atomic_load_n(&fork_registered, __ATOMIC_ACQUIRE))
+		return;
+	slub_lock(&lock);
+	if (!fork_registered) {
+		next = (int (*)(void (*)(void), void (*)(void), void (*)(void), void *))
+		       dlsym(RTLD_NEXT, "__register_atfork");
+		if (!next)	/* a static program: libc's is the one linked */
+			next = __register_atfork;
+		next(fork_prepare, fork_parent, fork_child, __dso_handle);
+		__atomic_store_n(&fork_registered, 1, __ATOMIC_RELEASE);
+	}
+	slub_unlock(&lock);
+}
+
+__startup __attribute__((constructor(101))) static void slub_register_fork_at_load(void)
+{
+	slub_register_fork();
 }
 
 /*

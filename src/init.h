@@ -8,6 +8,8 @@
 extern __internal int slub_initialised;
 
 int slub_init_slow(void);
+/* The fork handlers, registered once, before any other if called first. */
+void slub_register_fork(void);
 
 /* 0 once every layer is up; -ENOMEM if the arena could not be reserved. */
 static __always_inline int slub_init(void)

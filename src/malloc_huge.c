@@ -30,6 +30,7 @@
  * found from any address inside them, never a block themselves.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -62,6 +63,8 @@ struct huge_kept {
 static struct huge_kept huge_kept[HUGE_KEEP_NR];	/* oldest first */
 static unsigned int huge_nr_kept;
 static size_t huge_kept_bytes;
+/* When the oldest kept block ages out, for malloc_purge_tick(); ULONG_MAX: none. */
+static unsigned long huge_kept_due = ULONG_MAX;
 
 static struct huge *huge_table;
 static size_t huge_slots;	/* a power of two, or 0 before the first */
@@ -250,10 +253,40 @@ static unsigned int huge_expire(struct huge_kept *out, size_t add, bool all)
 	return n;
 }
 
+/* After the list changed: when its oldest block is due. Under huge_lock. */
+static void huge_kept_changed(void)
+{
+	int delay = page_alloc_purge_delay();
+	unsigned long due = ULONG_MAX;
+
+	if (huge_nr_kept && delay >= 0)
+		due = huge_kept[0].freed_ms + (unsigned long)delay;
+	__atomic_store_n(&huge_kept_due, due, __ATOMIC_RELAXED);
+}
+
 static void huge_unmap_all(const struct huge_kept *k, unsigned int n)
 {
 	for (unsigned int i = 0; i < n; i++)
 		munmap(k[i].addr, k[i].len);
+}
+
+/*
+ * From the page allocator's purge tick (the slab layer's slow paths): the
+ * kept blocks age even while the program makes no huge malloc or free.
+ * Once the oldest is due; the lock only tried, a busy one is in use.
+ */
+void malloc_purge_tick(unsigned long now)
+{
+	struct huge_kept gone[HUGE_KEEP_NR + 1];
+	unsigned int n;
+
+	if (now < __atomic_load_n(&huge_kept_due, __ATOMIC_RELAXED) ||
+	    !slub_trylock(&huge_lock))
+		return;
+	n = huge_expire(gone, 0, false);
+	huge_kept_changed();
+	slub_unlock(&huge_lock);
+	huge_unmap_all(gone, n);
 }
 
 /*
@@ -334,6 +367,7 @@ void *huge_alloc_kept(size_t size, bool zero)
 			huge_count(len);
 		}
 	}
+	huge_kept_changed();
 	slub_unlock(&huge_lock);
 	huge_unmap_all(gone, n);
 	if (!p)
@@ -382,6 +416,7 @@ static bool huge_keep(void *p, size_t len, struct huge_kept *gone, unsigned int 
 	}
 	*n = huge_expire(gone, len, false);
 	huge_put_kept(p, len, coarse_clock_ms());
+	huge_kept_changed();
 	return true;
 }
 
@@ -393,6 +428,7 @@ bool huge_trim(void)
 
 	slub_lock(&huge_lock);
 	n = huge_expire(gone, 0, true);
+	huge_kept_changed();
 	slub_unlock(&huge_lock);
 	huge_unmap_all(gone, n);
 	return n != 0;
@@ -515,6 +551,7 @@ void malloc_huge_usage(struct malloc_huge_usage *u)
 {
 	slub_lock(&huge_lock);
 	*u = huge_usage;
+	u->kept_bytes = huge_kept_bytes;
 	slub_unlock(&huge_lock);
 }
 

@@ -8,13 +8,14 @@
  * The fields in libslub's terms (glibc's names):
  *   arena     bytes of the page arena that are backed: slabs, blocks of
  *             pages in use, pages on pcp lists and free pages not yet
- *             released
+ *             released; and freed huge blocks kept mapped for reuse
  *   ordblks   free blocks in the buddy allocator (not counting the
  *             address space it has never used)
  *   hblks     blocks mmap'ed on their own (more than 4 MiB), hblkhd their bytes
  *   uordblks  bytes in use: objects in use (their slot size) and blocks of
  *             pages in use
- *   fordblks  arena - uordblks: free objects in slabs and sheaves, free pages
+ *   fordblks  arena - uordblks: free objects in slabs and sheaves, free
+ *             pages, kept huge blocks
  *   keepcost  0: there is no heap top to trim
  *   smblks, fsmblks, usmblks: 0, as glibc's own (no fastbins here; usmblks
  *             is unused since glibc 2.x)
@@ -54,6 +55,7 @@ MALLOC_API struct mallinfo2 mallinfo2(void)
 	mi.uordblks = slabs.inuse_bytes + (block_pages << PAGE_SHIFT);
 	if (mi.uordblks > mi.arena)
 		mi.uordblks = mi.arena;
+	mi.arena += huge.kept_bytes;
 	mi.fordblks = mi.arena - mi.uordblks;
 	return mi;
 }

@@ -69,6 +69,7 @@ static __always_inline void slub_free(void *p, const void *caller)
 struct malloc_huge_usage {
 	size_t nr, bytes;		/* mapped now */
 	size_t max_nr, max_bytes;	/* the most at any time */
+	size_t kept_bytes;		/* freed, kept mapped for reuse */
 };
 
 void malloc_huge_usage(struct malloc_huge_usage *u);
@@ -77,6 +78,8 @@ void *huge_alloc(size_t size, size_t align);
 /* malloc()'s: a freed block kept mapped, if one fits (zeroed if zero), else huge_alloc(). */
 void *huge_alloc_kept(size_t size, bool zero);
 bool huge_trim(void);
+/* The page allocator's purge tick calls it (weak there): kept blocks age. */
+void malloc_purge_tick(unsigned long now);
 size_t huge_lookup(const void *p, bool unmap);
 void *huge_remap(void *p, size_t size);
 /* Chunks for malloc_vfork_heap.c: len a power of two, the mapping aligned to it. */

@@ -32,11 +32,13 @@
  * that vforks uses the next slot, and stays marked when its own child is
  * gone.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/types.h>
 
+#include "init.h"
 #include "malloc_internal.h"
 #include "percpu.h"
 #include "slub_internal.h"
@@ -112,6 +114,35 @@ void malloc_vfork_fork_child(void)
 		vfork_tid[i] = 0;
 	malloc_vfork_depth = 0;
 	sheaf_fast_hold_reset();
+}
+
+/*
+ * pthread_atfork() is a stub of libc_nonshared.a, linked into each object
+ * that calls it, which calls __register_atfork(). The drop-in's comes
+ * first in the lookup: it registers the allocator's fork handlers before
+ * the first of any other, wherever that comes from (init.c says why they
+ * must be first), and passes the call on to libc's. Under LD_PRELOAD a
+ * program's own libraries run their constructors before this library's:
+ * one whose constructor registered handlers that malloc made every fork()
+ * wait for ever. Weak: a static program links libc's own.
+ */
+typedef int register_atfork_fn(void (*)(void), void (*)(void), void (*)(void), void *);
+
+__attribute__((weak, visibility("default")))
+int __register_atfork(void (*prepare)(void), void (*parent)(void),
+		      void (*child)(void), void *dso_handle)
+{
+	static register_atfork_fn *next;
+	register_atfork_fn *fn = __atomic_load_n(&next, __ATOMIC_ACQUIRE);
+
+	slub_register_fork();
+	if (!fn) {
+		fn = (register_atfork_fn *)dlsym(RTLD_NEXT, "__register_atfork");
+		if (!fn)
+			return ENOMEM;
+		__atomic_store_n(&next, fn, __ATOMIC_RELEASE);
+	}
+	return fn(prepare, parent, child, dso_handle);
 }
 
 /*

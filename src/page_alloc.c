@@ -304,6 +304,9 @@ static void drain_idle_pcps(unsigned long now, int delay)
  * Returns the time it read, for the slab layer's own idle look, or 0 when
  * purging is off.
  */
+/* libslub-malloc's huge blocks kept for reuse age here too (malloc_huge.c). */
+void malloc_purge_tick(unsigned long now) __attribute__((weak));
+
 unsigned long page_alloc_purge_tick(void)
 {
 	int delay = READ_ONCE(zone.purge_delay_ms);
@@ -313,6 +316,8 @@ unsigned long page_alloc_purge_tick(void)
 		return 0;
 	now = coarse_clock_ms();
 	drain_idle_pcps(now, delay);
+	if (malloc_purge_tick)
+		malloc_purge_tick(now);
 	if (now < READ_ONCE(zone.purge_next_ms) || !slub_trylock(&zone.lock))
 		return now;
 	pa_stat(ZONE_LOCK);

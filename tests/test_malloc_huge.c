@@ -449,6 +449,31 @@ static void test_huge_kept(void)
 	q = malloc(hide_size(5 * MiB));
 	CHECK(!mapped(p, PAGE));
 	free(q);
+	malloc_trim(0);
+
+	/*
+	 * Or by small blocks' slow paths, without another huge one (it stayed
+	 * resident for good). Meanwhile mallinfo2() counts it, free. (Debug
+	 * caches have no sheaves, whose slow paths make the purge tick.)
+	 */
+	if (!getenv("SLUB_DEBUG")) {
+		enum { N = 20000 };
+		static void *small[N];
+		size_t arena = mallinfo2().arena;
+
+		p = malloc(hide_size(12 * MiB));
+		free(p);
+		CHECK(mapped(p, PAGE));
+		CHECK(mallinfo2().arena >= arena + 12 * MiB);
+		sleep_ms(120);
+		for (int i = 0; i < N && mapped(p, PAGE); i++)
+			small[i] = malloc(hide_size(700));
+		for (int i = 0; i < N; i++) {
+			free(small[i]);
+			small[i] = NULL;
+		}
+		CHECK(!mapped(p, PAGE));
+	}
 
 	/* A delay of 0 keeps none. */
 	CHECK_EQ(slub_sysfs_write(DELAY, "0"), 0);
