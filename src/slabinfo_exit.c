@@ -7,6 +7,8 @@
  * Rendered into memory and written with one write(2), so that other
  * threads' output cannot cut through it.
  */
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,26 +18,40 @@
 #include "slabinfo.h"
 
 static int exit_report_armed;
+/*
+ * A copy of stderr taken when armed: coreutils' close_stdout() closes fd 2
+ * in an atexit handler, which runs before this library's destructor, and
+ * `SLUB_STATS=1 ls` printed nothing (the write failed with EBADF). -1 if
+ * the copy could not be made.
+ */
+static int exit_report_fd = -1;
 
 /* Read once at bring-up, as the other SLUB_* variables are. */
 void slabinfo_exit_arm(void)
 {
 	const char *v = getenv("SLUB_STATS");
 
-	if (v && !strcmp(v, "1"))
-		__atomic_store_n(&exit_report_armed, 1, __ATOMIC_RELAXED);
+	if (v && !strcmp(v, "1")) {
+		exit_report_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+		__atomic_store_n(&exit_report_armed, 1, __ATOMIC_RELEASE);
+	}
 }
 
-static void write_all(int fd, const char *buf, size_t len)
+/* False if fd takes nothing at all (closed); a short write is let go. */
+static bool write_all(int fd, const char *buf, size_t len)
 {
+	bool wrote = false;
+
 	while (len) {
 		ssize_t n = write(fd, buf, len);
 
 		if (n <= 0)
-			return;	/* nowhere left to report to */
+			return wrote;	/* nowhere left to report to */
+		wrote = true;
 		buf += n;
 		len -= (size_t)n;
 	}
+	return true;
 }
 
 __attribute__((destructor)) static void slabinfo_exit_report(void)
@@ -47,7 +63,7 @@ __attribute__((destructor)) static void slabinfo_exit_report(void)
 	FILE *m;
 
 	/* A program that never used the slab layer has nothing to report. */
-	if (!__atomic_load_n(&exit_report_armed, __ATOMIC_RELAXED) ||
+	if (!__atomic_load_n(&exit_report_armed, __ATOMIC_ACQUIRE) ||
 	    !__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))
 		return;
 	if (si_collect(&slabinfo_local, &snap))
@@ -63,8 +79,9 @@ __attribute__((destructor)) static void slabinfo_exit_report(void)
 		si_show_pages_summary(m, &snap);
 		fputc('\n', m);
 		si_record_write(m, &snap);
-		if (!fclose(m))
-			write_all(STDERR_FILENO, buf, len);
+		/* stderr as it is now (the program may have moved it), else the copy. */
+		if (!fclose(m) && !write_all(STDERR_FILENO, buf, len) && exit_report_fd >= 0)
+			write_all(exit_report_fd, buf, len);
 		free(buf);
 	}
 	si_snap_free(&snap);

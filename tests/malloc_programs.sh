@@ -403,6 +403,19 @@ else
 	fi
 fi
 
+# ---- coreutils sort: stderr closed by an atexit handler -------------------------
+
+# sort's close_stdout() closes fd 2 at exit, before libslub's destructor
+# writes the report: it goes to the copy of stderr taken at bring-up (it
+# was lost). 20,000 lines, sorted in the C locale.
+awk 'BEGIN { for (i = 0; i < 20000; i++) print (i * 7919) % 20011 }' \
+	>"$tmp/lines.txt"
+pre sort env LC_ALL=C sort -n "$tmp/lines.txt"
+ctl sort env LC_ALL=C sort -n "$tmp/lines.txt"
+judge sort "sort: 20,000 lines" sort &&
+	expect "sort: 20,000 lines, the report after stderr's close" \
+		"$tmp/sort.pre.out" test "$(wc -l <"$tmp/sort.pre.out")" = 20000
+
 [ $skipped = 0 ] || echo "$skipped skipped"
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

@@ -485,8 +485,50 @@ static void test_huge_kept(void)
 	CHECK_EQ(mallinfo2().hblks, before.hblks);
 }
 
+/*
+ * The last eighth of the arena is kept for slabs: blocks of pages go to
+ * mappings of their own once less is free. 1 MiB blocks, never written,
+ * filled a 64 MiB arena here (the 64 GiB default with 66,000 of them),
+ * and the 100-byte mallocs after them failed. Run in a process of its
+ * own, with SLUB_ARENA_SIZE=64M.
+ */
+static void arena_reserve(void)
+{
+	enum { BLOCKS = 100, SMALL = 50000 };
+	static void *block[BLOCKS], *small[SMALL];
+	/* slub_debug's red zones and tracks take four times the room. */
+	int failed = 0, nr_small = getenv("SLUB_DEBUG") ? SMALL / 5 : SMALL;
+
+	for (int i = 0; i < BLOCKS; i++)
+		failed += !(block[i] = malloc(hide_size(1 * MiB)));
+	CHECK_EQ(failed, 0);
+	for (int i = 0; i < nr_small; i++)
+		failed += !(small[i] = malloc(hide_size(100)));
+	CHECK_EQ(failed, 0);
+	for (int i = 0; i < nr_small; i++)
+		free(small[i]);
+	for (int i = 0; i < BLOCKS; i++)
+		free(block[i]);
+	CHECK_EQ(page_alloc_check(), 0);
+}
+
+static void test_arena_reserve(void)
+{
+	char *argv[] = { "/proc/self/exe", "arena-reserve", NULL };
+	char out[4096];
+	int status = run_self_env(argv, "SLUB_ARENA_SIZE=64M", out, sizeof(out));
+
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fprintf(stderr, "arena-reserve: status %#x: %s\n", status, out);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "arena-reserve")) {
+		TEST(arena_reserve);
+		return test_done();
+	}
 	if (argc > 1 && !strcmp(argv[1], "as-limited")) {
 		TEST(as_limited);
 		return test_done();
@@ -509,5 +551,6 @@ int main(int argc, char **argv)
 	TEST(test_huge_usage_realloc);
 	TEST(test_huge_kept);
 	TEST(test_address_space_limit);
+	TEST(test_arena_reserve);
 	return test_done();
 }
