@@ -21,9 +21,9 @@
  * kept block that holds it (the rest stays kept, and joins it again when
  * it is freed), else the largest, grown by mremap, so that the pages
  * serve again whatever the sizes. At most HUGE_KEEP_BYTES are kept, the
- * oldest going first; they go back at the next huge malloc or free once
- * they have aged, and all of them at malloc_trim(). A purge delay of 0
- * keeps none.
+ * oldest going first; once aged they go back at the next huge malloc or
+ * free or the page allocator's purge tick (malloc_purge_tick()), and all
+ * of them at malloc_trim(). A purge delay of 0 keeps none.
  *
  * It also holds the chunks of the vfork children's heap
  * (malloc_vfork_heap.c), marked as such: mappings aligned to their size,

@@ -117,9 +117,9 @@ void malloc_vfork_fork_child(void)
 }
 
 /*
- * pthread_atfork() is a stub of libc_nonshared.a, linked into each object
- * that calls it, which calls __register_atfork(). The drop-in's comes
- * first in the lookup: it registers the allocator's fork handlers before
+ * pthread_atfork() is a small wrapper from libc_nonshared.a, linked into
+ * each object that calls it, which calls __register_atfork(). The
+ * drop-in's comes first in the lookup: it registers the allocator's fork handlers before
  * the first of any other, wherever that comes from (init.c says why they
  * must be first), and passes the call on to libc's. Under LD_PRELOAD a
  * program's own libraries run their constructors before this library's:
