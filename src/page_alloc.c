@@ -96,11 +96,35 @@ static void del_from_free_list(struct page *page, unsigned int order)
 	set_page_state(page, PGTY_NONE, 0);
 }
 
-/* Give a free max-order block's memory back to the operating system. */
+/*
+ * The struct page entries of a free block's tail pages: every field of a
+ * non-head page of a free block reads as zero-or-stale and nothing trusts
+ * them (pages above the frontier, whose entries were never written, are
+ * the same), so the whole pages of the array that hold only tail entries
+ * go back with the block. Without this 1/64 of a burst's memory stayed
+ * resident for good: 78 MB after 3 GB of 20,000-byte blocks were freed
+ * and trimmed, where glibc kept 2.7 MB. Blocks below order 7 have no such
+ * page (64 entries to a page, the first holding the head).
+ */
+#define PAGE_ENTRIES_ORDER	(PAGE_SHIFT - 6)	/* log2(PAGE_SIZE / sizeof(struct page)) */
+
+static void release_block_entries(struct page *page, unsigned int order)
+{
+	_Static_assert(sizeof(struct page) << PAGE_ENTRIES_ORDER == PAGE_SIZE,
+		       "64 entries to a page");
+	if (order <= PAGE_ENTRIES_ORDER)
+		return;
+	/* page is 2^order entries from the array's page-aligned start. */
+	madvise((char *)page + PAGE_SIZE,
+		(sizeof(struct page) << order) - PAGE_SIZE, MADV_DONTNEED);
+}
+
+/* Give a free block's memory back to the operating system. */
 static bool release_block(struct page *page, unsigned int order)
 {
 	if (madvise(page_address(page), PAGE_SIZE << order, MADV_DONTNEED))
 		return false;
+	release_block_entries(page, order);
 	pa_stat_add(PAGES_RELEASED, 1L << order);
 	return true;
 }

@@ -399,6 +399,44 @@ static void test_release_rss(void)
 }
 
 /*
+ * The struct page entries go back too: 8,192 blocks of order 3 (256 MiB),
+ * never written, touch only their entries (4 MiB of the array, a head
+ * every 8 entries); once they merge to max order and are released, all
+ * but the page of the array that holds each max-order head (1/16) must
+ * be resident no more.
+ */
+static void test_release_entries(void)
+{
+	enum { N = 8192, ORDER = 3 };
+	const long entries_kib = (long)N << ORDER >> 4;	/* 64 bytes a page */
+	void **p = malloc(N * sizeof(*p));
+	long before, during, after;
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	memset(p, 0, N * sizeof(*p));
+	reset();
+	CHECK_EQ(sysfs_set("page_alloc/purge_delay_ms", "1000"), 0);
+	before = rss_kib();
+	for (int i = 0; i < N; i++) {
+		p[i] = __get_free_pages(GFP_KERNEL, ORDER);
+		CHECK(p[i] != NULL);
+	}
+	during = rss_kib();
+	CHECK(during - before >= entries_kib * 3 / 4);
+	for (int i = 0; i < N; i++)
+		free_pages(p[i], ORDER);
+	drain_all_pages();
+	after = rss_kib();
+	/* Before the entries went back with their blocks, after ~ during. */
+	CHECK(during - after >= entries_kib * 3 / 4);
+	free(p);
+	unpin();
+	check_all_merged();
+}
+
+/*
  * Purging: free blocks that stay backed for purge_delay_ms go back to the
  * system, oldest first, and never younger ones; allocations take backed
  * blocks before released ones.
@@ -525,6 +563,7 @@ int main(void)
 	TEST(test_round_robin_drain);
 	TEST(test_whole_max_order_kept);
 	TEST(test_release_rss);
+	TEST(test_release_entries);
 	TEST(test_purge);
 	TEST(test_purge_idle_pcp);
 	return test_done();
