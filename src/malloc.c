@@ -212,12 +212,8 @@ static __noinline void vfork_child_free(void *p, const void *caller)
 	free_mapped(p, caller);
 }
 
-__noinline void slub_free_slow(void *p, const void *caller)
+static void free_slow(void *p, const void *caller)
 {
-	if (unlikely(!p))
-		return;
-	if (caller == (const void *)TAIL_CALLER)
-		caller = __builtin_return_address(0);
 	if (unlikely(in_vfork_child())) {
 		vfork_child_free(p, caller);
 		return;
@@ -236,6 +232,27 @@ __noinline void slub_free_slow(void *p, const void *caller)
 	if (is_boot(p))
 		return;
 	free_mapped(p, caller);
+}
+
+/*
+ * free() leaves errno alone (glibc since 2.33, POSIX.1-2024), which code
+ * that frees on its error path before returning errno relies on. The
+ * slow paths make system calls that may fail harmlessly: a futex wait that
+ * finds the lock released (EAGAIN), an madvise() or munmap() refused (the
+ * block stays backed), a membarrier() retried without its CPU flag on
+ * kernels before 5.10. The fast path makes none.
+ */
+__noinline void slub_free_slow(void *p, const void *caller)
+{
+	int saved_errno;
+
+	if (unlikely(!p))
+		return;
+	if (caller == (const void *)TAIL_CALLER)
+		caller = __builtin_return_address(0);
+	saved_errno = errno;
+	free_slow(p, caller);
+	errno = saved_errno;
 }
 
 static size_t usable_size(const void *p)

@@ -18,10 +18,15 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -777,6 +782,68 @@ static void test_free_sized(void)
 	CHECK(freed_back((void *)old, PAGE));
 }
 
+/* From here on this process's madvise() and munmap() fail with EPERM. */
+static int refuse_unmapping(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_munmap, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+enum { ERRNO_SETUP = 2, ERRNO_NO_SECCOMP, ERRNO_HUGE, ERRNO_PAGES };
+
+static void free_errno_child(void *arg)
+{
+	void *huge, *pages, *probe;
+
+	(void)arg;
+	/* Nothing kept: each free below unmaps or releases at once. */
+	if (sysfs_set("page_alloc/purge_delay_ms", "0"))
+		_exit(ERRNO_SETUP);
+	huge = malloc(hide_size(64 * MiB));
+	pages = malloc(hide_size(3 * MiB));
+	probe = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!huge || !pages || probe == MAP_FAILED)
+		_exit(ERRNO_SETUP);
+	memset(pages, 1, 3 * MiB);
+	if (refuse_unmapping() || munmap(probe, PAGE) == 0 || errno != EPERM)
+		_exit(ERRNO_NO_SECCOMP);
+	errno = 4242;
+	free(huge);		/* munmap() refused: the block leaks, errno stays */
+	if (errno != 4242)
+		_exit(ERRNO_HUGE);
+	free(pages);		/* madvise() refused: the pages stay backed */
+	if (errno != 4242)
+		_exit(ERRNO_PAGES);
+	_exit(0);
+}
+
+/*
+ * free() leaves errno alone (glibc since 2.33, POSIX.1-2024), also where
+ * its own system calls fail: code that frees on an error path and then
+ * returns errno relies on it.
+ */
+static void test_free_keeps_errno(void)
+{
+	int status = run_in_child(free_errno_child, NULL);
+
+	CHECK(WIFEXITED(status));
+	if (WIFEXITED(status) && WEXITSTATUS(status) == ERRNO_NO_SECCOMP) {
+		printf("no seccomp filters here: free()'s errno not checked\n");
+		return;
+	}
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+}
+
 /* glibc's second names, aliases in malloc.c: the same allocator behind them. */
 extern void *__libc_malloc(size_t size);
 extern void __libc_free(void *p);
@@ -1227,6 +1294,7 @@ int main(void)
 	TEST(test_valloc_pvalloc);
 	TEST(test_usable_size);
 	TEST(test_free_sized);
+	TEST(test_free_keeps_errno);
 	TEST(test_libc_names);
 	TEST(test_free_counted);
 	TEST(test_bad_free);
