@@ -515,7 +515,7 @@ void control_path(char *buf, size_t size)
 
 __startup void control_init_env(void)
 {
-	const char *v = getenv("SLUB_CONTROL");
+	const char *v = secure_getenv("SLUB_CONTROL");
 	int ret;
 
 	if (!v || strcmp(v, "1"))

@@ -24,13 +24,13 @@ int control_dir_candidate(int i, char *buf, size_t size)
 
 	switch (i) {
 	case 0:
-		v = getenv("SLUB_CONTROL_DIR");
+		v = secure_getenv("SLUB_CONTROL_DIR");
 		if (!v || !*v)
 			return -ENOENT;
 		n = snprintf(buf, size, "%s", v);
 		break;
 	case 1:
-		v = getenv("XDG_RUNTIME_DIR");
+		v = secure_getenv("XDG_RUNTIME_DIR");
 		if (!v || v[0] != '/')
 			return -ENOENT;
 		n = snprintf(buf, size, "%s/libslub", v);

@@ -106,6 +106,21 @@ static unsigned int affinity_count(void)
 	return count;
 }
 
+/*
+ * Without /sys: the kernel refuses (EINVAL) a sched_getaffinity() mask of
+ * fewer bits than its nr_cpu_ids, so the shortest mask it takes bounds
+ * every CPU number that rseq can report. 0 if the call is refused.
+ */
+static unsigned int nr_cpu_ids_bound(void)
+{
+	unsigned long mask[8192 / (8 * sizeof(long))];
+
+	for (size_t len = sizeof(long); len <= sizeof(mask); len *= 2)
+		if (syscall(SYS_sched_getaffinity, 0, len, mask) > 0)
+			return (unsigned int)(len * 8);
+	return 0;
+}
+
 int slub_cpus_init(void)
 {
 	unsigned int max_cpu = 0;
@@ -113,14 +128,21 @@ int slub_cpus_init(void)
 
 	/*
 	 * The possible mask bounds every CPU number the kernel can report in
-	 * rseq; sysconf's count of /sys entries is only the fallback.
+	 * rseq. Where /sys is hidden, sysconf's count is no bound: it falls
+	 * back to the affinity mask's count, 1 for a process that may run on
+	 * CPU 1 only, whose first sequence then wrote past the per-CPU
+	 * units. So nr_cpu_ids comes from the kernel's own bound, and where
+	 * even that cannot be had no CPU number is trusted (nr_ids_unsure:
+	 * slub_rseq_init() keeps to the locked operations).
 	 */
 	possible = read_cpulist("possible", &max_cpu);
 	if (possible < 1) {
 		long conf = sysconf(_SC_NPROCESSORS_CONF);
+		unsigned int bound = nr_cpu_ids_bound();
 
 		possible = conf > 1 ? (int)conf : 1;
-		max_cpu = (unsigned int)possible - 1;
+		max_cpu = (bound > (unsigned int)possible ? bound : (unsigned int)possible) - 1;
+		slub_cpus.nr_ids_unsure = !bound;
 	}
 	slub_cpus.nr_ids = max_cpu + 1;
 	slub_cpus.possible = (unsigned int)possible;

@@ -432,7 +432,7 @@ static struct sysfs_dir fail_dir = {
 
 void fail_init(void)
 {
-	const char *env = getenv("SLUB_FAIL");
+	const char *env = secure_getenv("SLUB_FAIL");
 
 	sysfs_add_dir(NULL, &fail_dir);
 	if (env)

@@ -58,6 +58,7 @@ struct slub_cpus {
 	unsigned int present;
 	unsigned int online;
 	unsigned int affinity;		/* CPUs this process may run on */
+	bool nr_ids_unsure;		/* no bound on the kernel's CPU numbers */
 };
 
 extern __internal struct slub_cpus slub_cpus;

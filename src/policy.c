@@ -227,8 +227,8 @@ static void preset_unknown(const char *name)
 
 void policy_init(void)
 {
-	const char *name = getenv("SLUB_PRESET");
-	const char *cpus = getenv("SLUB_ORDER_CPUS");
+	const char *name = secure_getenv("SLUB_PRESET");
+	const char *cpus = secure_getenv("SLUB_ORDER_CPUS");
 	size_t i, n = sizeof(presets) / sizeof(presets[0]);
 
 	slub_policy = presets[n - 1].p;
@@ -249,8 +249,8 @@ void policy_init(void)
 			slub_pr_err("libslub: SLUB_ORDER_CPUS=%s is not online, "
 				    "present or possible; ignored\n", cpus);
 	}
-	config_parse(getenv("SLUB_CONFIG"));
-	name = getenv("SLUB_STATS");
+	config_parse(secure_getenv("SLUB_CONFIG"));
+	name = secure_getenv("SLUB_STATS");
 	if (name && *name)
 		slub_stats_on = strcmp(name, "0") != 0;
 	else

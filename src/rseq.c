@@ -14,6 +14,9 @@
  * must register for once. Without rseq or without membarrier the process
  * runs in fallback mode, where every per-CPU operation takes the per-CPU
  * lock: the same behaviour, slower. SLUB_RSEQ=0 asks for fallback mode.
+ * A membarrier refused later (a sandbox entered after start-up) is done
+ * by moving the caller onto the CPU instead (visit_cpu()), and a
+ * single-threaded process needs none (percpu_membarrier_cpu()).
  * ThreadSanitizer cannot see restartable sequences (they are inline
  * assembly), so a ThreadSanitizer build always runs in fallback mode.
  */
@@ -101,7 +104,7 @@ int slub_rseq_reregister_current(void)
 
 static bool env_disables_rseq(void)
 {
-	const char *v = getenv("SLUB_RSEQ");
+	const char *v = secure_getenv("SLUB_RSEQ");
 
 	return v && (strcmp(v, "0") == 0 || strcmp(v, "off") == 0 ||
 		     strcmp(v, "no") == 0);
@@ -118,6 +121,10 @@ int slub_rseq_init(void)
 	}
 	if (env_disables_rseq()) {
 		percpu_state.why = "fallback: SLUB_RSEQ=0";
+		return 0;
+	}
+	if (slub_cpus.nr_ids_unsure) {
+		percpu_state.why = "fallback: no bound on CPU numbers";
 		return 0;
 	}
 	if (&__rseq_size && &__rseq_offset && __rseq_size > 0) {
@@ -145,6 +152,37 @@ int slub_rseq_init(void)
 	return 0;
 }
 
+/* membarrier() failed every way once: the process is in a sandbox now. */
+static bool membarrier_refused;
+
+/* glibc >= 2.32: true until the process first creates a thread (fork's child: again). */
+extern char __libc_single_threaded __attribute__((weak));
+
+/*
+ * membarrier refused (a seccomp filter the program installed after
+ * start-up): run on cpu for a moment instead. Any other thread that was
+ * inside a sequence there has been switched out for it, and the kernel
+ * aborts a preempted sequence when its thread resumes. False if the
+ * thread cannot be moved there.
+ */
+static bool visit_cpu(unsigned int cpu)
+{
+	unsigned long old[1024 / (8 * sizeof(long))], one[1024 / (8 * sizeof(long))] = { 0 };
+	long n = syscall(SYS_sched_getaffinity, 0, sizeof(old), old);
+	unsigned int now = ~0U;
+	bool there;
+
+	if (n <= 0 || cpu >= 8 * sizeof(one))
+		return false;
+	one[cpu / (8 * sizeof(long))] = 1UL << (cpu % (8 * sizeof(long)));
+	/* The kernel moves the calling thread before this returns. */
+	if (syscall(SYS_sched_setaffinity, 0, sizeof(one), one))
+		return false;
+	there = syscall(SYS_getcpu, &now, NULL, NULL) == 0 && now == cpu;
+	syscall(SYS_sched_setaffinity, 0, (size_t)n, old);
+	return there;
+}
+
 /*
  * Abort every restartable sequence running on cpu: after this returns, a
  * sequence on cpu that started before the caller's stores either committed
@@ -152,15 +190,29 @@ int slub_rseq_init(void)
  */
 void percpu_membarrier_cpu(unsigned int cpu)
 {
+	/*
+	 * No other thread: no sequence but the caller's own can be running,
+	 * and a signal that interrupted one of those aborted it. So a
+	 * single-threaded process never needs the call, which a sandbox that
+	 * a process enters after start-up (OpenSSH's privilege-separated
+	 * child) may refuse or kill it for.
+	 */
+	if (&__libc_single_threaded && __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED))
+		return;
 	__atomic_fetch_add(&percpu_membarriers, 1, __ATOMIC_RELAXED);
-	if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
-			   MEMBARRIER_CMD_FLAG_CPU, (int)cpu) == 0)
-		return;
-	/* Kernels before 5.10 know no CPU flag: interrupt every CPU. */
-	if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0)
-		return;
-	/* After fork on some kernels: register again and retry. */
-	sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0);
-	if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) != 0)
+	if (!__atomic_load_n(&membarrier_refused, __ATOMIC_RELAXED)) {
+		if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
+				   MEMBARRIER_CMD_FLAG_CPU, (int)cpu) == 0)
+			return;
+		/* Kernels before 5.10 know no CPU flag: interrupt every CPU. */
+		if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0)
+			return;
+		/* After fork on some kernels: register again and retry. */
+		sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0);
+		if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0)
+			return;
+		__atomic_store_n(&membarrier_refused, true, __ATOMIC_RELAXED);
+	}
+	if (!visit_cpu(cpu))
 		abort();	/* the invariant cannot be kept: stop here */
 }

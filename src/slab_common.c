@@ -716,7 +716,7 @@ unsigned int kmem_cache_size(const struct kmem_cache *s)
 
 static unsigned int env_uint(const char *name, unsigned int def, unsigned int max)
 {
-	const char *v = getenv(name);
+	const char *v = secure_getenv(name);
 	char *end;
 	unsigned long x;
 
@@ -748,7 +748,7 @@ static void slab_read_params(void)
 					   MAX_OBJS_PER_PAGE);
 	slub_params.nr_cpus = env_uint("SLUB_NR_CPUS", 0, 1U << 16);
 	slub_params.kmalloc_fine = slub_kmalloc_fine_default ? 1 : 0;
-	classes = getenv("SLUB_KMALLOC_CLASSES");
+	classes = secure_getenv("SLUB_KMALLOC_CLASSES");
 	if (classes && !strcmp(classes, "fine"))
 		slub_params.kmalloc_fine = 1;
 	else if (classes && !strcmp(classes, "kernel"))
@@ -757,7 +757,7 @@ static void slab_read_params(void)
 		slub_pr_err("libslub: SLUB_KMALLOC_CLASSES=%s: not kernel or fine; "
 			     "using %s\n", classes,
 			     slub_params.kmalloc_fine ? "fine" : "kernel");
-	slub_debug_setup(getenv("SLUB_DEBUG"));
+	slub_debug_setup(secure_getenv("SLUB_DEBUG"));
 }
 
 int kmalloc_init(void);

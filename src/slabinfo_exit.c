@@ -29,7 +29,7 @@ static int exit_report_fd = -1;
 /* Read once at bring-up, as the other SLUB_* variables are. */
 void slabinfo_exit_arm(void)
 {
-	const char *v = getenv("SLUB_STATS");
+	const char *v = secure_getenv("SLUB_STATS");
 
 	if (v && !strcmp(v, "1")) {
 		exit_report_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
@@ -57,7 +57,11 @@ static bool write_all(int fd, const char *buf, size_t len)
 __attribute__((destructor)) static void slabinfo_exit_report(void)
 {
 	struct si_opts o = { .views = SI_VIEW_TABLE | SI_VIEW_ACTIVITY };
-	struct si_snap snap;
+	/*
+	 * Static, not on the stack: 11 KB, and exit() may run on a thread
+	 * with a small one (a 16 KiB stack overflowed here).
+	 */
+	static struct si_snap snap;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m;

@@ -268,18 +268,23 @@ int slub_slabinfo_print(FILE *f, const char *options)
 {
 	char *argv[PRINT_MAX_ARGS + 1] = { "slabinfo" }, *copy, *save = NULL, *tok;
 	struct si_opts o;
-	struct si_snap snap;
+	struct si_snap *snap;	/* 11 KB: not on a thread's stack, which may be small */
 	int argc = 1, ret;
 
 	if (!f)
 		return -EINVAL;
 	copy = strdup(options ? options : "");
-	if (!copy)
+	snap = calloc(1, sizeof(*snap));
+	if (!copy || !snap) {
+		free(copy);
+		free(snap);
 		return -ENOMEM;
+	}
 	for (tok = strtok_r(copy, " \t\n", &save); tok;
 	     tok = strtok_r(NULL, " \t\n", &save)) {
 		if (argc == PRINT_MAX_ARGS) {
 			free(copy);
+			free(snap);
 			return bad(f, "too many options", NULL);
 		}
 		argv[argc++] = tok;
@@ -288,18 +293,19 @@ int slub_slabinfo_print(FILE *f, const char *options)
 	if (!ret && o.help)
 		si_usage(f, false);
 	else if (!ret)
-		ret = si_collect(&slabinfo_local, &snap);
+		ret = si_collect(&slabinfo_local, snap);
 	if (!ret && !o.help && o.shrink) {
-		ret = si_shrink(&slabinfo_local, &snap, &o);
-		si_snap_free(&snap);
+		ret = si_shrink(&slabinfo_local, snap, &o);
+		si_snap_free(snap);
 		if (!ret)
-			ret = si_collect(&slabinfo_local, &snap);
+			ret = si_collect(&slabinfo_local, snap);
 	}
 	if (!ret && !o.help) {
-		si_show(f, &snap, NULL, &o);
-		si_snap_free(&snap);
+		si_show(f, snap, NULL, &o);
+		si_snap_free(snap);
 	}
 	si_opts_free(&o);
 	free(copy);
+	free(snap);
 	return ret;
 }

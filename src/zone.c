@@ -150,8 +150,8 @@ int pcp_set_high(unsigned long high)
 }
 
 /*
- * 64 GiB of address space, or under an address-space limit (ulimit -v,
- * RLIMIT_AS) half of it: the rest is the program's, for its stacks, its
+ * 64 GiB of address space, or under an address-space or data limit
+ * (ulimit -v or -d, RLIMIT_AS or RLIMIT_DATA) half of it: the rest is the program's, for its stacks, its
  * libraries and the blocks malloc maps on their own (those of more than
  * 4 MiB, and blocks of pages once the arena is full). Reserving all the
  * limit allowed left the program almost none: 57 MiB of 5 MB blocks under
@@ -159,17 +159,28 @@ int pcp_set_high(unsigned long high)
  */
 static unsigned long arena_default(void)
 {
-	struct rlimit as;
+	static const int limits[] = { RLIMIT_AS, RLIMIT_DATA };
+	unsigned long size = SLUB_ARENA_DEFAULT;
 
-	if (getrlimit(RLIMIT_AS, &as) || as.rlim_cur == RLIM_INFINITY ||
-	    as.rlim_cur / 2 >= SLUB_ARENA_DEFAULT)
-		return SLUB_ARENA_DEFAULT;
-	return (unsigned long)(as.rlim_cur / 2) & ~(SLUB_ARENA_MIN - 1);
+	/*
+	 * RLIMIT_DATA too: since Linux 4.7 it counts private writable
+	 * mappings, the arena's reservation among them (ulimit -d 600000
+	 * left 61 MiB of 5 MB blocks and 7 threads, against glibc's 581 MiB
+	 * and 72).
+	 */
+	for (unsigned int i = 0; i < ARRAY_SIZE(limits); i++) {
+		struct rlimit rl;
+
+		if (!getrlimit(limits[i], &rl) && rl.rlim_cur != RLIM_INFINITY &&
+		    rl.rlim_cur / 2 < size)
+			size = (unsigned long)(rl.rlim_cur / 2) & ~(SLUB_ARENA_MIN - 1);
+	}
+	return size;
 }
 
 int page_alloc_init(void)
 {
-	const char *env = getenv("SLUB_ARENA_SIZE");
+	const char *env = secure_getenv("SLUB_ARENA_SIZE");
 	unsigned long size = SLUB_ARENA_DEFAULT;
 	int ret;
 

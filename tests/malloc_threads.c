@@ -8,8 +8,11 @@
  * realloc and free. A third of the blocks are handed to another thread
  * through a mailbox and freed there.
  *
- *   malloc_threads [--expect-slub]
+ *   malloc_threads [--expect-slub] [--exit-on-small-stack]
  *
+ * --exit-on-small-stack: end with exit() from a thread of the smallest
+ * stack glibc allows (16 KiB here), so that the library's destructors
+ * (SLUB_STATS=1's report) run on it.
  * --expect-slub: fail unless malloc really is libslub-malloc's (dladdr of
  * the malloc this program calls names libslub-malloc), and glibc's second
  * names, __libc_malloc and the rest, are too. Either way, blocks pass
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NR_THREADS	16
 #define OPS		100000
@@ -299,6 +303,28 @@ static bool mixed_names(void)
 	return true;
 }
 
+static void *exit_fn(void *arg)
+{
+	(void)arg;
+	fflush(stdout);
+	exit(0);
+}
+
+static void exit_on_small_stack(void)
+{
+	long min = sysconf(_SC_THREAD_STACK_MIN);
+	pthread_attr_t attr;
+	pthread_t t;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, min > 16384 ? (size_t)min : 16384);
+	if (pthread_create(&t, &attr, exit_fn, NULL)) {
+		fprintf(stderr, "malloc_threads: pthread_create failed\n");
+		exit(1);
+	}
+	pthread_join(t, NULL);	/* exit() ends the process first */
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t t[NR_THREADS];
@@ -327,5 +353,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("malloc_threads: ok, %d threads\n", NR_THREADS);
+	if (argc > 1 && !strcmp(argv[argc - 1], "--exit-on-small-stack"))
+		exit_on_small_stack();
 	return 0;
 }
