@@ -390,6 +390,27 @@ MALLOC_API void *reallocarray(void *p, size_t n, size_t size)
  * multiples of it in a page-aligned slab), and page blocks to theirs: an
  * alignment is a size class.
  */
+/*
+ * The smallest kmalloc class of at least want bytes whose objects all fall
+ * on align: slabs start on page boundaries, so a class whose stride is a
+ * multiple of align, with no left red zone, has only aligned objects; 0 if
+ * none. jemalloc and tcmalloc choose so too. Rounded up to a power of two
+ * instead, posix_memalign(64, 129) took 256 bytes and (64, 520) 1,024: 1.45
+ * times the bytes asked were resident, against 1.12-1.17 for the peers.
+ */
+static size_t aligned_class_size(size_t want, size_t align)
+{
+	for (unsigned int c = kmalloc_class[(want + 7) >> 3];
+	     c < KMALLOC_MAX_CLASSES && kmalloc_caches[c]; c++) {
+		const struct kmem_cache *s = kmalloc_caches[c];
+
+		if (s->object_size % align == 0 && s->size % align == 0 &&
+		    !READ_ONCE(s->red_left_pad))
+			return s->object_size;
+	}
+	return 0;
+}
+
 void *slub_aligned(size_t align, size_t size, unsigned long caller)
 {
 	void *p;
@@ -404,8 +425,15 @@ void *slub_aligned(size_t align, size_t size, unsigned long caller)
 	if (want > MAX_PAGES_SIZE || align > MAX_PAGES_SIZE)
 		return huge_alloc(size, align);
 	if (want <= KMALLOC_MAX_CACHE_SIZE) {
-		size_t pow2 = MIN_MALLOC;
+		size_t pow2 = MIN_MALLOC, cls = aligned_class_size(want, align);
 
+		if (cls) {
+			p = slub_malloc(cls, GFP_KERNEL, caller);
+			if (!p || !((uintptr_t)p & (align - 1)))
+				return p;
+			slub_free(p, (const void *)caller);	/* relaid out meanwhile */
+		}
+		/* A power of two is aligned in every layout, debug ones too. */
 		while (pow2 < want)
 			pow2 <<= 1;
 		return slub_malloc(pow2, GFP_KERNEL, caller);

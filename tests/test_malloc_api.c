@@ -569,6 +569,35 @@ static void test_posix_memalign_einval(void)
 	}
 }
 
+/*
+ * An aligned block comes from the smallest class whose objects all fall on
+ * the alignment, not from the next power of two: 129 bytes at 64 take a
+ * 192-byte object (a class in both sets), 520 at 64 a 640 (fine classes),
+ * 3000 at 512 a 3072. Debug caches lay objects out with red zones: there
+ * a power of two, aligned in any layout, is all that is checked.
+ */
+static void test_aligned_class(void)
+{
+	static const struct { size_t align, size, fine, kernel; } cases[] = {
+		{ 64, 129, 192, 192 }, { 64, 520, 640, 1024 }, { 32, 100, 128, 128 },
+		{ 512, 3000, 3072, 4096 }, { 256, 5000, 5120, 8192 },
+	};
+	void *probe = malloc(hide_size(1100));
+	bool fine = malloc_usable_size(probe) == 1280;	/* else 2048 */
+
+	free(probe);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		void *p = NULL;
+		size_t want = fine ? cases[i].fine : cases[i].kernel;
+
+		CHECK_EQ(posix_memalign(&p, cases[i].align, hide_size(cases[i].size)), 0);
+		CHECK(aligned(p, cases[i].align));
+		if (!kmalloc_debug)
+			CHECK_EQ(malloc_usable_size(p), want);
+		free(p);
+	}
+}
+
 /* Every power of two from 8 to 8 MiB, with sizes around it. */
 static void test_posix_memalign(void)
 {
@@ -1288,6 +1317,7 @@ int main(void)
 	TEST(test_reallocarray);
 	TEST(test_posix_memalign_einval);
 	TEST(test_posix_memalign);
+	TEST(test_aligned_class);
 	TEST(test_aligned_alloc);
 	TEST(test_memalign);
 	TEST(test_memalign_glibc);
