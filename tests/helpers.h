@@ -6,11 +6,16 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -364,6 +369,32 @@ static inline int run_in_child(void (*fn)(void *), void *arg)
 	if (pid < 0 || waitpid(pid, &status, 0) != pid)
 		return -1;
 	return status;
+}
+
+/*
+ * A sandbox entered after start-up: from here on the calling process's
+ * system calls nr[0..n) (n <= 4) end in action (SECCOMP_RET_ERRNO | e, or
+ * SECCOMP_RET_TRAP) and the rest run. -1 where seccomp filters are not
+ * allowed (the caller then says so and checks nothing).
+ */
+static inline int seccomp_refuse(const int *nr, unsigned int n, uint32_t action)
+{
+	struct sock_filter f[7] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	};
+	struct sock_fprog prog = { .len = (unsigned short)(n + 3), .filter = f };
+
+	if (n > 4)
+		return -1;
+	/* Each match jumps over the rest and the ALLOW, to the action. */
+	for (unsigned int i = 0; i < n; i++)
+		f[1 + i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+							 (uint32_t)nr[i], (uint8_t)(n - i), 0);
+	f[1 + n] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	f[2 + n] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, action);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 }
 
 #endif /* SLUB_TEST_HELPERS_H */

@@ -18,14 +18,10 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <malloc.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -814,18 +810,9 @@ static void test_free_sized(void)
 /* From here on this process's madvise() and munmap() fail with EPERM. */
 static int refuse_unmapping(void)
 {
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_munmap, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	static const int nr[] = { __NR_madvise, __NR_munmap };
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	return seccomp_refuse(nr, ARRAY_SIZE(nr), SECCOMP_RET_ERRNO | EPERM);
 }
 
 enum { ERRNO_SETUP = 2, ERRNO_NO_SECCOMP, ERRNO_HUGE, ERRNO_PAGES };

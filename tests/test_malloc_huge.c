@@ -10,15 +10,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -550,13 +546,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 
 static void same_pages_child(void *arg)
 {
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mremap, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	static const int nr[] = { __NR_mremap };
 	struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO };
 	size_t size = 5 * MiB + 100;
 	char *p = malloc(hide_size(size)), *q = p;
@@ -565,8 +555,7 @@ static void same_pages_child(void *arg)
 	if (!p)
 		_exit(2);
 	memset(p, 0x3c, size);
-	if (sigaction(SIGSYS, &sa, NULL) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+	if (sigaction(SIGSYS, &sa, NULL) || seccomp_refuse(nr, 1, SECCOMP_RET_TRAP))
 		_exit(3);
 	/* Grown 16 bytes at a time within its last page, then shrunk in it. */
 	for (int i = 0; i < 200 && q == p; i++)

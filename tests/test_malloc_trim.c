@@ -7,13 +7,9 @@
  * back. Linked with libslub-malloc.a, as test_malloc_api.
  */
 #include <errno.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <malloc.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <stdint.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -136,17 +132,9 @@ static void *churn_fn(void *arg)
 /* From here on membarrier() fails with EPERM. */
 static int refuse_membarrier(void)
 {
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	static const int nr[] = { __NR_membarrier };
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	return seccomp_refuse(nr, 1, SECCOMP_RET_ERRNO | EPERM);
 }
 
 enum { SANDBOX_NO_SECCOMP = 3, SANDBOX_CORRUPT };
