@@ -140,7 +140,7 @@ static struct page *large_page(const void *p)
 	uintptr_t off = (uintptr_t)((const char *)p - zone.arena);
 	struct page *page;
 
-	if ((const char *)p < zone.arena || off >= zone.nr_pages << PAGE_SHIFT ||
+	if ((const char *)p < zone.arena || off >= arena_used_bytes() ||
 	    off & (PAGE_SIZE - 1))
 		return NULL;
 	page = virt_to_page(p);

@@ -23,6 +23,11 @@
  * initialised; they are free, counted in buddyinfo as max-order blocks,
  * and added to the free lists one max-order block at a time when needed,
  * so that the allocator's own memory grows with use, not with the arena.
+ * The arena and the struct page array are reserved without access
+ * (PROT_NONE) and opened a max-order block at a time as the frontier
+ * passes: nothing above it may be read, and every lookup of an address
+ * the caller does not own is bounded by arena_used_bytes(), not by the
+ * arena's size.
  */
 #ifndef SLUB_PAGE_H
 #define SLUB_PAGE_H
@@ -128,7 +133,7 @@ struct zone {
 	char *arena;
 	struct page *pages;
 	unsigned long nr_pages;		/* arena size in pages */
-	unsigned long frontier;		/* first never-used pfn */
+	unsigned long frontier;		/* first never-used pfn (atomic: read unlocked) */
 	unsigned long free_pages;	/* on free lists or above frontier */
 	unsigned long released_pages;	/* free and not backed by memory */
 
@@ -182,6 +187,16 @@ static inline struct page *virt_to_page(const void *addr)
 {
 	return pfn_to_page((unsigned long)((const char *)addr - zone.arena) >>
 			   PAGE_SHIFT);
+}
+
+/*
+ * Bytes of the arena below the frontier: the part that may be read. It
+ * only grows, and it grew before any block in it was handed out, so an
+ * address the caller got from us is always below what it reads here.
+ */
+static inline uintptr_t arena_used_bytes(void)
+{
+	return __atomic_load_n(&zone.frontier, __ATOMIC_ACQUIRE) << PAGE_SHIFT;
 }
 
 static inline uint32_t page_state(const struct page *page)

@@ -179,15 +179,20 @@ static void expand(struct page *page, unsigned int low, unsigned int high,
 	}
 }
 
-/* Feed one never-used max-order block from above the frontier. */
+/*
+ * Feed one never-used max-order block from above the frontier, opened
+ * first: the frontier is published (release) only once its block can be
+ * read, for lookups that bound themselves by it without the lock.
+ */
 static bool grow_frontier(void)
 {
+	unsigned long pfn = zone.frontier;
 	struct page *page;
 
-	if (zone.frontier >= zone.nr_pages)
+	if (pfn >= zone.nr_pages || !zone_open_block(pfn))
 		return false;
-	page = pfn_to_page(zone.frontier);
-	zone.frontier += MAX_ORDER_NR_PAGES;
+	page = pfn_to_page(pfn);
+	__atomic_store_n(&zone.frontier, pfn + MAX_ORDER_NR_PAGES, __ATOMIC_RELEASE);
 	zone.released_pages -= MAX_ORDER_NR_PAGES;	/* re-added below */
 	add_to_free_list(page, MAX_PAGE_ORDER, true);
 	return true;
@@ -603,6 +608,12 @@ static __cold void bad_page(const void *addr, unsigned int order,
 			    "[%p-%p)\n", slub_comm(), addr, order,
 			    (void *)zone.arena,
 			    (void *)(zone.arena + (zone.nr_pages << PAGE_SHIFT)));
+	} else if (pfn >= arena_used_bytes() >> PAGE_SHIFT) {
+		/* Its struct page cannot be read: never opened. */
+		slub_pr_err("BUG: Bad page state in process %s  pfn:%05lx\n"
+			    "addr:%p state:none (never allocated)\n"
+			    "page dumped because: %s (freed as order %u)\n",
+			    slub_comm(), pfn, addr, reason, order);
 	} else {
 		struct page *page = pfn_to_page(pfn);
 		uint32_t s = page_state(page);
@@ -633,6 +644,10 @@ static struct page *free_pages_check(const void *addr, unsigned int order,
 	if (order > MAX_PAGE_ORDER || (const char *)addr < zone.arena ||
 	    off >= zone.nr_pages << PAGE_SHIFT) {
 		bad_page(addr, order, "outside the arena", caller);
+		return NULL;
+	}
+	if (off >= arena_used_bytes()) {
+		bad_page(addr, order, "page never allocated", caller);
 		return NULL;
 	}
 	if (off & ((PAGE_SIZE << order) - 1)) {

@@ -12,6 +12,13 @@
 #define SLUB_ARENA_DEFAULT	(64UL << 30)
 #define SLUB_ARENA_MIN		(MAX_ORDER_NR_PAGES << PAGE_SHIFT)
 
+/*
+ * Open the max-order block at pfn, and its struct page entries, for use
+ * (zone->lock held): the arena is reserved without access. False if the
+ * system will not commit the memory.
+ */
+bool zone_open_block(unsigned long pfn);
+
 /* Parse "64G", "512M", "4096k", "8388608"; 0 if malformed. */
 unsigned long parse_size(const char *s);
 

@@ -335,7 +335,7 @@ static void sheaf_fast_limits_now(struct sheaf_fast_limits *l)
 		  !__atomic_load_n(&sheaf_fast_holds, __ATOMIC_SEQ_CST);
 
 	l->alloc = on && !fail_object_on() ? KMALLOC_MAX_CACHE_SIZE + 1 : 0;
-	l->free = on ? slab_map_limit : 0;
+	l->free = on ? __atomic_load_n(&slab_map_limit, __ATOMIC_ACQUIRE) : 0;
 }
 
 /*

@@ -305,8 +305,21 @@ struct kmem_cache {
  */
 #define MAX_MAP_IDS	256
 extern __internal uint8_t *slab_cache_map;
-/* The arena's size in bytes while slab_cache_map is there; else 0. */
+/*
+ * How far slab_cache_map is open, in bytes of the arena (0 while there is
+ * no map). The map is reserved without access, as the arena is, and
+ * opened as slabs reach further up (slab_map_open()); it only grows.
+ */
 extern __internal uintptr_t slab_map_limit;
+/* Open the map for every page below end_pfn: false if the system refuses. */
+bool slab_map_open(unsigned long end_pfn);
+
+/* The map byte of pfn: 0 where the map is not open. */
+static inline unsigned int slab_map_at(unsigned long pfn)
+{
+	return pfn < __atomic_load_n(&slab_map_limit, __ATOMIC_ACQUIRE) >> PAGE_SHIFT ?
+	       slab_cache_map[pfn] : 0;
+}
 
 /*
  * What the drop-in's free needs of a cache, by map id, in one 32-byte

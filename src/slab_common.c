@@ -762,18 +762,51 @@ static void slab_read_params(void)
 
 int kmalloc_init(void);
 
+/*
+ * Open slab_cache_map a step at a time (a step's 64 KiB covers 256 MiB of
+ * arena), for a new slab that reaches past it. No lock: opening a range
+ * twice does no harm, and the limit only goes up, by compare-and-swap,
+ * after the range is open. The drop-in's free takes its bound from
+ * sheaf_fast_limit, so that is brought up to date too.
+ */
+#define SLAB_MAP_STEP	(64UL << 10)
+
+bool slab_map_open(unsigned long end_pfn)
+{
+	uintptr_t limit = __atomic_load_n(&slab_map_limit, __ATOMIC_ACQUIRE);
+	unsigned long from = limit >> PAGE_SHIFT;
+	unsigned long to = ALIGN(end_pfn, SLAB_MAP_STEP);
+
+	if (!slab_cache_map)
+		return false;
+	if (end_pfn <= from)
+		return true;
+	if (to > zone.nr_pages)
+		to = zone.nr_pages;
+	if (mprotect(slab_cache_map + from, to - from, PROT_READ | PROT_WRITE))
+		return false;
+	while (limit < to << PAGE_SHIFT &&
+	       !__atomic_compare_exchange_n(&slab_map_limit, &limit, to << PAGE_SHIFT,
+					    false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+		;
+	sheaf_fast_update();
+	return true;
+}
+
 int slab_init(void)
 {
 	int err;
 
 	slab_read_params();
-	/* One byte a page of the arena, only backed where slabs are. */
-	slab_cache_map = mmap(NULL, zone.nr_pages, PROT_READ | PROT_WRITE,
+	/*
+	 * One byte a page of the arena, reserved without access as the arena
+	 * is (zone.c), opened by slab_map_open() and backed only where slabs
+	 * are. Without it free() goes through struct page.
+	 */
+	slab_cache_map = mmap(NULL, zone.nr_pages, PROT_NONE,
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (slab_cache_map == MAP_FAILED)
-		slab_cache_map = NULL;	/* free() goes through struct page */
-	else
-		slab_map_limit = zone.nr_pages << PAGE_SHIFT;
+		slab_cache_map = NULL;
 	/* 144 KiB of each CPU's unit, backed only where a cache has a slot. */
 	sheaf_slots = percpu_reserve(ALIGN((size_t)MAX_MAP_IDS * SHEAF_SLOT_SIZE, PAGE_SIZE), PAGE_SIZE);
 	sheaf_slots_addr = pcpu_base + sheaf_slots;

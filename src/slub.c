@@ -138,6 +138,12 @@ struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp, unsigned int take)
 	if (unlikely(!addr))
 		return NULL;
 	page = virt_to_page(addr);
+	if (s->map_id && unlikely(page_to_pfn(page) + (1UL << order) >
+				  __atomic_load_n(&slab_map_limit, __ATOMIC_RELAXED) >> PAGE_SHIFT) &&
+	    !slab_map_open(page_to_pfn(page) + (1UL << order))) {
+		free_pages(addr, order);
+		return NULL;
+	}
 	slab = (struct slab *)page;
 	objects = oo_objects(oo);
 	/* Tail pages point at the head, so any address finds its slab. */

@@ -429,7 +429,7 @@ static inline struct slab *virt_to_slab(const void *addr)
 	uintptr_t off = (uintptr_t)((const char *)addr - zone.arena);
 	struct page *page;
 
-	if ((const char *)addr < zone.arena || off >= zone.nr_pages << PAGE_SHIFT)
+	if ((const char *)addr < zone.arena || off >= arena_used_bytes())
 		return NULL;
 	page = pfn_to_page(off >> PAGE_SHIFT);
 	if (page->slab_private[0] & PAGE_TAIL_TAG)

@@ -472,10 +472,10 @@ static void check_slab_pages(struct vstate *v, struct kmem_cache *s,
 			     s->name, slab_base(slab), i);
 			return;
 		}
-		if (slab_cache_map && slab_cache_map[pfn + i] != s->map_id) {
+		if (slab_map_limit && slab_map_at(pfn + i) != s->map_id) {
 			verr(v, "%s: slab %p: slab_cache_map says %u for page %lu, "
 			     "the cache's id is %u", s->name, slab_base(slab),
-			     slab_cache_map[pfn + i], i, s->map_id);
+			     slab_map_at(pfn + i), i, s->map_id);
 			return;
 		}
 	}
@@ -560,13 +560,13 @@ static void check_block_pages(struct vstate *v, unsigned long pfn,
 
 		if ((i && page_state(page) != PAGE_STATE(PGTY_NONE, 0)) ||
 		    (READ_ONCE(page->slab_private[0]) & PAGE_TAIL_TAG) ||
-		    (slab_cache_map && slab_cache_map[pfn + i])) {
+		    slab_map_at(pfn + i)) {
 			verr(v, "page allocator: pfn %#lx, page %lu of a %s block, "
 			     "has state %#x, tail tag %lu, map id %u", pfn, i,
 			     t == PGTY_ALLOC ? "large" : t == PGTY_PCP ? "pcp" :
 			     "buddy", page_state(page),
 			     READ_ONCE(page->slab_private[0]) & PAGE_TAIL_TAG,
-			     slab_cache_map ? slab_cache_map[pfn + i] : 0);
+			     slab_map_at(pfn + i));
 			return;
 		}
 	}

@@ -42,12 +42,36 @@ unsigned long parse_size(const char *s)
 	return *end ? 0 : v;
 }
 
+/*
+ * Address space only: no access, so the reservation is not committed
+ * memory. Under strict overcommit (vm.overcommit_memory=2) a writable
+ * one was charged whole, MAP_NORESERVE or not: every process took 8 GiB
+ * of a 12 GiB commit limit, and the third to start failed. It does not
+ * count against RLIMIT_DATA either, and mlockall(MCL_CURRENT) does not
+ * fill it in (it filled a 1 GiB arena: 1 GB resident against glibc's
+ * 3.5 MB). zone_open_block() opens it as the frontier grows.
+ */
 static void *reserve(size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	void *p = mmap(NULL, len, PROT_NONE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * Make the max-order block at pfn and its struct page entries readable
+ * and writable (zone->lock held, the frontier about to pass it). This is
+ * where the memory is committed: false when the system refuses (the
+ * commit limit, RLIMIT_DATA), and the allocation fails with ENOMEM, as
+ * glibc's does when its heap cannot grow.
+ */
+bool zone_open_block(unsigned long pfn)
+{
+	return !mprotect(zone.pages + pfn, MAX_ORDER_NR_PAGES * sizeof(struct page),
+			 PROT_READ | PROT_WRITE) &&
+	       !mprotect(zone.arena + (pfn << PAGE_SHIFT),
+			 MAX_ORDER_NR_PAGES << PAGE_SHIFT, PROT_READ | PROT_WRITE);
 }
 
 /* Reserve size bytes aligned to the largest block, and their page array. */
@@ -150,31 +174,24 @@ int pcp_set_high(unsigned long high)
 }
 
 /*
- * 64 GiB of address space, or under an address-space or data limit
- * (ulimit -v or -d, RLIMIT_AS or RLIMIT_DATA) half of it: the rest is the program's, for its stacks, its
+ * 64 GiB of address space, or under an address-space limit (ulimit -v,
+ * RLIMIT_AS) half of it: the rest is the program's, for its stacks, its
  * libraries and the blocks malloc maps on their own (those of more than
  * 4 MiB, and blocks of pages once the arena is full). Reserving all the
  * limit allowed left the program almost none: 57 MiB of 5 MB blocks under
  * ulimit -v 600000, where glibc's reached 581 MiB (docs/page_alloc.md).
+ * A data limit (ulimit -d, RLIMIT_DATA) needs nothing here: it counts
+ * writable private mappings, which the reservation is not; the blocks
+ * the frontier opens count, and the limit stops the allocator there.
  */
 static unsigned long arena_default(void)
 {
-	static const int limits[] = { RLIMIT_AS, RLIMIT_DATA };
 	unsigned long size = SLUB_ARENA_DEFAULT;
+	struct rlimit rl;
 
-	/*
-	 * RLIMIT_DATA too: since Linux 4.7 it counts private writable
-	 * mappings, the arena's reservation among them (ulimit -d 600000
-	 * left 61 MiB of 5 MB blocks and 7 threads, against glibc's 581 MiB
-	 * and 72).
-	 */
-	for (unsigned int i = 0; i < ARRAY_SIZE(limits); i++) {
-		struct rlimit rl;
-
-		if (!getrlimit(limits[i], &rl) && rl.rlim_cur != RLIM_INFINITY &&
-		    rl.rlim_cur / 2 < size)
-			size = (unsigned long)(rl.rlim_cur / 2) & ~(SLUB_ARENA_MIN - 1);
-	}
+	if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 2 < size)
+		size = (unsigned long)(rl.rlim_cur / 2) & ~(SLUB_ARENA_MIN - 1);
 	return size;
 }
 

@@ -112,6 +112,9 @@ static void test_bad_frees(void)
 	expect_report(p2, 1, "freed with the wrong order");
 	expect_report(p2, 3, "freed with the wrong order");
 	expect_report(f, 0, "page already free");	/* on a pcp list */
+	/* Above the frontier nothing may be read: not even its struct page. */
+	expect_report(zone.arena + ((zone.nr_pages - 1) << PAGE_SHIFT), 0,
+		      "page never allocated");
 
 	/* A block that went back to the buddy lists: freed twice. */
 	drain_all_pages();
