@@ -8,10 +8,13 @@
  * over the whole heap, as a server's long-lived objects are after a peak
  * of short-lived ones. It then goes on at a low rate for -s seconds (a
  * working set of 1,000 objects churned 1,000 times a millisecond, then a
- * 1 ms sleep), as a server between peaks does, and reads its RSS at each
- * step: at the peak, right after the frees, after the wait, and after
+ * 1 ms sleep), as a server between peaks does, or with -q sleeps through
+ * it, as a program that waits does, and reads its RSS at each step: at
+ * the peak, right after the frees, after the wait, and after
  * malloc_trim(0). Under the peers malloc_trim() is glibc's, which trims
- * glibc's own heap, not theirs.
+ * glibc's own heap, not theirs. libslub-bg is libslub with its background
+ * thread (SLUB_CONFIG=policy/background_thread=1), which gives memory
+ * back while nothing allocates; it is not a peer.
  *
  * Each allocator runs in a child under LD_PRELOAD, -r times in rotating
  * order; the table gives medians in MiB, and the RSS after the wait as a
@@ -37,11 +40,11 @@
 #define KEEP		64	/* one object in KEEP survives the burst */
 #define WS		1000	/* objects churned while waiting */
 
-enum { A_GLIBC, A_SLUB, A_JEMALLOC, A_TCMALLOC, A_MIMALLOC, NR_ALLOCS };
+enum { A_GLIBC, A_SLUB, A_SLUB_BG, A_JEMALLOC, A_TCMALLOC, A_MIMALLOC, NR_ALLOCS };
 enum { R_PEAK, R_FREED, R_WAITED, R_TRIMMED, NR_POINTS };
 
 static const char *const alloc_name[NR_ALLOCS] = {
-	"glibc", "libslub", "jemalloc", "tcmalloc", "mimalloc",
+	"glibc", "libslub", "libslub-bg", "jemalloc", "tcmalloc", "mimalloc",
 };
 static const char *const point_name[NR_POINTS] = {
 	"peak", "after frees", "after wait", "after trim",
@@ -49,6 +52,7 @@ static const char *const point_name[NR_POINTS] = {
 
 static struct {
 	double wait;
+	bool quiet;		/* -q: sleep through the wait */
 	unsigned int reps, mib;
 	bool alloc_on[NR_ALLOCS];
 	const char *slub_path, *json;
@@ -110,7 +114,9 @@ static int child_main(void)
 			free(obj[i]);
 	kb[R_FREED] = status_kb("VmRSS");
 	t0 = now();
-	while (now() - t0 < opt.wait) {
+	if (opt.quiet)
+		sleep_secs(opt.wait);
+	while (!opt.quiet && now() - t0 < opt.wait) {
 		for (unsigned int k = 0; k < 1000; k++) {
 			unsigned int i = (unsigned int)(xorshift64(&seed) % WS);
 
@@ -134,6 +140,14 @@ static void start_one(int wfd, void *arg)
 {
 	unsigned int a = *(unsigned int *)arg;
 
+	if (a == A_SLUB_BG) {
+		const char *cfg = getenv("SLUB_CONFIG");
+		char buf[512];
+
+		snprintf(buf, sizeof(buf), "%s%spolicy/background_thread=1",
+			 cfg ? cfg : "", cfg && *cfg ? ";" : "");
+		setenv("SLUB_CONFIG", buf, 1);
+	}
 	exec_preloaded(wfd, lib_path[a], child_argv);
 }
 
@@ -180,12 +194,13 @@ static void print_table(void)
 	int best = -1;
 
 	for (unsigned int a = 0; a < NR_ALLOCS; a++)
-		if (a != A_SLUB && col_on(a) && results[a].n &&
+		if (a != A_SLUB && a != A_SLUB_BG && col_on(a) && results[a].n &&
 		    (best < 0 || med(&results[a], R_WAITED) < med(&results[best], R_WAITED)))
 			best = (int)a;
 	printf("bench_burst: %u MiB of %d..%d-byte objects, all but 1 in %d freed, "
-	       "then %.1f s of light churn;\nRSS in MiB, median of %u\n%-10s",
-	       opt.mib, MIN_SIZE, MAX_SIZE, KEEP, opt.wait, opt.reps, "");
+	       "then %.1f s of %s;\nRSS in MiB, median of %u\n%-10s",
+	       opt.mib, MIN_SIZE, MAX_SIZE, KEEP, opt.wait,
+	       opt.quiet ? "sleep" : "light churn", opt.reps, "");
 	for (unsigned int p = 0; p < NR_POINTS; p++)
 		printf(" %12s", point_name[p]);
 	printf(" %12s\n", "wait / best");
@@ -220,8 +235,9 @@ static void write_json(const char *path)
 	if (!f)
 		die(path, strerror(errno));
 	fprintf(f, "{\n  \"benchmark\": \"bench_burst\",\n  \"config\": {\"burst_mib\": %u, "
-		"\"keep_one_in\": %d, \"wait_s\": %.3f, \"reps\": %u},\n  \"allocators\": {",
-		opt.mib, KEEP, opt.wait, opt.reps);
+		"\"keep_one_in\": %d, \"wait_s\": %.3f, \"quiet\": %s, \"reps\": %u},\n"
+		"  \"allocators\": {", opt.mib, KEEP, opt.wait,
+		opt.quiet ? "true" : "false", opt.reps);
 	for (unsigned int a = 0; a < NR_ALLOCS; a++) {
 		const struct result *r = &results[a];
 
@@ -250,9 +266,10 @@ static void write_json(const char *path)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: bench_burst [-m MiB] [-s secs] [-r reps] [-a glibc,libslub,...]\n"
+		"usage: bench_burst [-m MiB] [-s secs] [-q] [-r reps] [-a glibc,libslub,...]\n"
 		"                   [-L libslub-malloc.so] [-o out.json]\n"
-		"  -m  burst size (128)   -s  wait after it (3.0)   -r  repetitions (3)\n");
+		"  -m  burst size (128)   -s  wait after it (3.0)   -r  repetitions (3)\n"
+		"  -q  sleep through the wait instead of churning\n");
 	exit(2);
 }
 
@@ -267,7 +284,8 @@ static void parse_allocs(char *arg)
 static void find_libs(void)
 {
 	for (unsigned int a = 1; a < NR_ALLOCS; a++)
-		if (!alloc_lib_path(alloc_name[a], opt.slub_path, lib_path[a], PATH_MAX) &&
+		if (!alloc_lib_path(a == A_SLUB_BG ? "libslub" : alloc_name[a],
+				    opt.slub_path, lib_path[a], PATH_MAX) &&
 		    opt.alloc_on[a])
 			fprintf(stderr, "bench_burst: NOTE: %s not found, left out\n",
 				alloc_name[a]);
@@ -280,10 +298,11 @@ int main(int argc, char **argv)
 
 	for (unsigned int a = 0; a < NR_ALLOCS; a++)
 		opt.alloc_on[a] = true;
-	while ((c = getopt(argc, argv, "m:s:r:a:L:o:Xh")) != -1) {
+	while ((c = getopt(argc, argv, "m:s:qr:a:L:o:Xh")) != -1) {
 		switch (c) {
 		case 'm': opt.mib = (unsigned int)strtoul(optarg, NULL, 10); break;
 		case 's': opt.wait = strtod(optarg, NULL); break;
+		case 'q': opt.quiet = true; break;
 		case 'r': opt.reps = (unsigned int)strtoul(optarg, NULL, 10); break;
 		case 'a': parse_allocs(optarg); break;
 		case 'L': opt.slub_path = optarg; break;

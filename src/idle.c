@@ -79,18 +79,18 @@ static bool flush_idle_cpu(struct flush_slot **slotp, unsigned int cpu)
 }
 
 /*
- * A look, slab_mutex and sysfs_lock held: the CPUs but the caller's, one
- * IPI each for all their idle caches, up to IDLE_BATCH of them; then the
- * barns. Returns whether the budget ran out.
+ * A look, slab_mutex and sysfs_lock held: the CPUs but skip (the caller's
+ * own, or none), one IPI each for all their idle caches, up to IDLE_BATCH
+ * of them; then the barns. Returns whether the budget ran out.
  */
-static bool idle_look(void)
+static bool idle_look(unsigned int skip)
 {
-	unsigned int budget = IDLE_BATCH, here = raw_smp_processor_id(), cpu;
+	unsigned int budget = IDLE_BATCH, cpu;
 	struct flush_slot *slot = NULL;
 	struct list_head *pos;
 
 	for_each_possible_cpu(cpu) {
-		if (cpu == here)
+		if (cpu == skip)
 			continue;
 		if (flush_idle_cpu(&slot, cpu) && !--budget)
 			break;
@@ -107,19 +107,23 @@ static bool idle_look(void)
 
 /*
  * A look if one is due at now (page_alloc_purge_tick()'s clock; 0:
- * purging is off, and so are the looks). Only tried locks: slab_mutex
+ * purging is off, and so are the looks). From a slow path the caller's
+ * CPU is busy and skipped; the background thread (background.c, all
+ * set) allocates nothing, and looks at its own CPU too, where the
+ * program's threads may have left sheaves. Only tried locks: slab_mutex
  * keeps the marks and the list of caches, and whoever holds it (a cache
  * being made, a trim, a fork, or another look) is busy with the caches
  * already; sysfs_lock lets the look hold many per-CPU locks (flush.c),
  * and whoever holds it (a sysfs file, the consistency check) will be
  * done by the next look.
  */
-void slab_idle_tick(unsigned long now)
+void __slab_idle_tick(unsigned long now, bool all)
 {
 	unsigned long interval;
 	bool more = false;
 	int delay;
 
+	background_tick();
 	if (!now || now < READ_ONCE(idle_next_ms) || !slub_trylock(&slab_mutex))
 		return;
 	delay = page_alloc_purge_delay();
@@ -128,7 +132,7 @@ void slab_idle_tick(unsigned long now)
 		return;
 	}
 	if (slub_trylock(&sysfs_lock)) {
-		more = idle_look();
+		more = idle_look(all ? nr_cpu_ids : raw_smp_processor_id());
 		slub_unlock(&sysfs_lock);
 	}
 	/* Out of budget: the rest is due now. */

@@ -84,6 +84,7 @@ static void fork_child(void)
 	} else {
 		sheaf_fast_fork_child();	/* a vfork may come first */
 	}
+	background_thread_fork_child();
 	if (malloc_fork_child)
 		malloc_fork_child();
 	slub_lock_init(&slab_init_lock);
@@ -190,6 +191,7 @@ int slub_init_slow(void)
 	/* Up: now SLUB_STATS=1 and SLUB_CONTROL=1 may use the namespace. */
 	slabinfo_exit_arm();
 	control_init_env();
+	background_thread_init();
 	return 0;
 }
 

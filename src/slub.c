@@ -593,6 +593,7 @@ void *__slab_alloc(struct kmem_cache *s, gfp_t gfp, bool grow)
 		return slab_alloc_debug(s, gfp, 0, _RET_IP_);
 	stat(s, ALLOC_SLOWPATH);
 	validate_tick();
+	background_tick();
 	for (;;) {
 		cpu = raw_smp_processor_id();
 		percpu_lock(s->cpu_slab, cpu);

@@ -657,6 +657,7 @@ void *slab_alloc_debug(struct kmem_cache *s, gfp_t gfp, unsigned int orig_size,
 	if (!orig_size || orig_size > s->object_size)
 		orig_size = s->object_size;
 	stat(s, ALLOC_SLOWPATH);
+	background_tick();
 	stack_warmup();
 	slub_debug_caller = addr;
 	prepare_track(s, &t, addr);

@@ -171,7 +171,32 @@ void flush_caches(void);
 void flush_cache_cpus(struct kmem_cache *s);
 
 /* Idle CPUs (idle.c): from the sheaves' slow paths, with the purge's clock. */
-void slab_idle_tick(unsigned long now);
+void __slab_idle_tick(unsigned long now, bool all);
+
+static inline void slab_idle_tick(unsigned long now)
+{
+	__slab_idle_tick(now, false);
+}
+
+/* The background thread (background.c): policy/background_thread. */
+int background_thread_set(unsigned long on);
+int background_thread_get(void);
+unsigned long background_thread_ticks(void);
+void background_thread_init(void);
+void background_thread_fork_child(void);
+extern __internal int background_restart;
+void background_thread_restart(void);
+
+/*
+ * From the allocation slow paths, with no lock held: a fork child starts
+ * its background thread again here (every cache has one of these paths,
+ * debug caches and caches without sheaves included).
+ */
+static inline void background_tick(void)
+{
+	if (unlikely(READ_ONCE(background_restart)))
+		background_thread_restart();
+}
 
 
 /*

@@ -67,6 +67,26 @@ static int stats_store(void *obj, long arg, const char *val)
 	return 0;
 }
 
+static void background_show(struct seq_buf *sb, void *obj, long arg)
+{
+	(void)obj;
+	if (arg)
+		seq_printf(sb, "%lu\n", background_thread_ticks());
+	else
+		seq_printf(sb, "%d\n", background_thread_get());
+}
+
+/* 1 starts the background thread (background.c), 0 stops it. */
+static int background_store(void *obj, long arg, const char *val)
+{
+	unsigned long v;
+
+	(void)obj, (void)arg;
+	if (sysfs_parse_ulong(val, &v) || v > 1)
+		return -EINVAL;
+	return background_thread_set(v);
+}
+
 static const struct slub_attr policy_attrs[] = {
 	{ "preset", policy_show, NULL, 0 },
 	{ "description", policy_show, NULL, 1 },
@@ -81,6 +101,8 @@ static const struct slub_attr policy_attrs[] = {
 	{ "stats", policy_show, stats_store, 10 },
 	{ "kmalloc_classes", policy_show, NULL, 11 },
 	{ "presets", presets_show, NULL, 0 },
+	{ "background_thread", background_show, background_store, 0 },
+	{ "background_thread_ticks", background_show, NULL, 1 },
 };
 
 static struct sysfs_dir policy_dir = {

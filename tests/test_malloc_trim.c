@@ -7,6 +7,7 @@
  * back. Linked with libslub-malloc.a, as test_malloc_api.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -101,10 +102,120 @@ static void test_purge_after_delay(void)
 	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "1000"), 0);
 }
 
+/* ---- The background thread ------------------------------------------------------ */
+
+/* A field of /proc/self/status, read without malloc (which would tick). */
+static long status_field(const char *key)
+{
+	static char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	char *p;
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strstr(buf, key);
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+/*
+ * After a burst a quiet program keeps what the burst left: nothing runs
+ * the purge while no thread allocates. With policy/background_thread=1
+ * it goes back while the program sleeps. The thread stops when switched
+ * off.
+ */
+static void test_background_thread(void)
+{
+	long threads = status_field("Threads:"), freed, quiet, later;
+
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "100"), 0);
+	freed = burst_and_free();
+	sleep_ms(500);
+	quiet = status_field("VmRSS:");
+	/* Off: the pages have aged past the delay, and are still here. */
+	CHECK(freed - quiet < 8 << 10);
+	CHECK_EQ(slub_sysfs_write("policy/background_thread", "1"), 0);
+	CHECK_EQ(status_field("Threads:"), threads + 1);
+	sleep_ms(1000);
+	later = status_field("VmRSS:");
+	fprintf(stderr, "rss after the frees %ld KiB, %ld after 0.5 s without the "
+		"thread, %ld after 1 s with it\n", freed, quiet, later);
+	CHECK(quiet - later >= 32 << 10);
+	check_and_free_survivors();
+	CHECK_EQ(slub_sysfs_write("policy/background_thread", "0"), 0);
+	CHECK_EQ(status_field("Threads:"), threads);
+	CHECK_EQ(slub_sysfs_write("policy/background_thread", "2"), -EINVAL);
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "1000"), 0);
+}
+
+/*
+ * A fork child has no thread of its parent's: its first tick (a slow
+ * path) starts its own, and the child's memory goes back while it sleeps.
+ */
+static void bg_child(void *arg)
+{
+	long before, freed, later;
+	long ticks;
+
+	(void)arg;
+	before = status_field("Threads:");
+	freed = burst_and_free();
+	if (status_field("Threads:") != before + 1)
+		_exit(2);
+	ticks = sysfs_num("policy/background_thread_ticks");
+	sleep_ms(1000);
+	later = status_field("VmRSS:");
+	if (sysfs_num("policy/background_thread_ticks") <= ticks)
+		_exit(3);
+	if (freed - later < 32 << 10)
+		_exit(4);
+	check_and_free_survivors();
+	_exit(test_failed_checks ? 5 : 0);
+}
+
+static void test_background_thread_fork(void)
+{
+	long threads = status_field("Threads:");
+	int status;
+
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "100"), 0);
+	CHECK_EQ(slub_sysfs_write("policy/background_thread", "1"), 0);
+	status = run_in_child(bg_child, NULL);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+	/* The parent's thread went on. */
+	CHECK_EQ(status_field("Threads:"), threads + 1);
+	CHECK_EQ(slub_sysfs_write("policy/background_thread", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "1000"), 0);
+}
+
+/* SLUB_CONFIG=policy/background_thread=1: running once malloc is up. */
+static void test_background_thread_config(void)
+{
+	char *argv[] = { "/proc/self/exe", "bg-config", NULL };
+	char out[4096];
+	int status = run_self_env(argv, "SLUB_CONFIG=policy/background_thread=1",
+				  out, sizeof(out));
+
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fprintf(stderr, "bg-config: %s\n", out);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static int bg_config_child(void)
+{
+	free(malloc(opaque_size(100)));
+	/* The main thread and the background thread. */
+	return status_field("Threads:") == 2 &&
+	       sysfs_num("policy/background_thread") == 1 ? 0 : 1;
+}
+
 /* ---- Trimming in a sandbox entered after start-up ----------------------------- */
 
 static volatile int churn_stop;
-static unsigned long churn_corrupt, churn_rounds;
+static unsigned long churn_corrupt;
+static volatile unsigned long churn_rounds;	/* the main thread waits on it */
 
 /* On the first CPU: objects in its sheaves all the time, patterns checked. */
 static void *churn_fn(void *arg)
@@ -189,12 +300,17 @@ static void test_consistent(void)
 	CHECK_EQ(validate_idle(report, sizeof(report)), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "bg-config"))
+		return bg_config_child();
 	test_cpus_init();
 	TEST(test_malloc_trim);
 	TEST(test_purge_after_delay);
 	TEST(test_trim_without_membarrier);
+	TEST(test_background_thread);
+	TEST(test_background_thread_fork);
+	TEST(test_background_thread_config);
 	TEST(test_consistent);
 	return test_done();
 }
