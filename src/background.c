@@ -16,18 +16,26 @@
  *
  * The thread runs the same tick the slow paths run (slab_idle_tick() of
  * page_alloc_purge_tick(), its own CPU included) every quarter purge
- * delay, and at least every BG_MIN_MS; with purging off (purge_delay_ms
- * -1) it only waits. It blocks every signal, has a small stack, and takes
+ * delay, but not more often than every BG_MIN_MS; with purging off
+ * (purge_delay_ms -1) it only waits. It blocks every signal, has a small stack, and takes
  * the locks a slow path would, so fork's handlers wait for it as for any
  * thread. A fork child has no thread: the child's first allocation slow
  * path starts one. Asked for from within the bring-up (SLUB_CONFIG), it
  * starts once the library is up, as SLUB_CONTROL=1's thread does.
+ *
+ * One more thread is not free: glibc's __libc_single_threaded goes
+ * false (so stdio locks, and libslub's own stops of other CPUs, which a
+ * single-threaded process skips, run), and unshare(CLONE_NEWUSER) fails
+ * with EINVAL, as it does in any multithreaded process. Hence off by
+ * default. Both libraries are linked with -z nodelete: dlclose() leaves
+ * the code mapped, and the thread may go on.
  */
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,7 +47,8 @@
 
 #define BG_STACK	(256 << 10)
 #define BG_MIN_MS	10	/* idle.c's IDLE_MIN_MS */
-#define BG_OFF_MS	1000	/* the wait while purging is off */
+#define BG_OFF_MS	1000	/* the longest wait; the wait while purging is off */
+#define BG_SLACK_MS	5	/* the coarse clock's steps: a wait may read short */
 
 static struct {
 	struct slub_lock lock;	/* start and stop; not held by the thread */
@@ -63,18 +72,46 @@ static unsigned int bg_interval_ms(void)
 	return (unsigned int)delay / 4 < BG_MIN_MS ? BG_MIN_MS : (unsigned int)delay / 4;
 }
 
+/*
+ * Whether the thread may stop other CPUs: that takes membarrier(), or a
+ * move onto the CPU, and a seccomp filter (one installed with TSYNC
+ * reaches this thread too) may refuse both, or kill for them, in a
+ * program that was single-threaded, and so never needed them, until
+ * this thread came. Under a filter the thread only purges free pages,
+ * which takes neither.
+ */
+static bool bg_may_stop_cpus(void)
+{
+	return prctl(PR_GET_SECCOMP, 0, 0, 0, 0) <= 0;
+}
+
+/*
+ * Waits of at most BG_OFF_MS, and a tick once the interval has passed
+ * since the last: a purge delay lowered meanwhile counts from the next
+ * wake-up, not after a quarter of the old delay (a quarter hour for the
+ * largest).
+ */
 static void *bg_main(void *arg)
 {
+	unsigned long last = coarse_clock_ms();
+
 	(void)arg;
 	while (!__atomic_load_n(&bg.stop, __ATOMIC_ACQUIRE)) {
-		unsigned int ms = bg_interval_ms();
-		struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+		unsigned int ms = bg_interval_ms(), wait = ms < BG_OFF_MS ? ms : BG_OFF_MS;
+		struct timespec ts = { wait / 1000, (long)(wait % 1000) * 1000000L };
+		unsigned long now;
 
 		/* Woken early only by a stop. */
 		syscall(SYS_futex, &bg.stop, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
 		if (__atomic_load_n(&bg.stop, __ATOMIC_ACQUIRE))
 			break;
-		__slab_idle_tick(page_alloc_purge_tick(), true);
+		now = coarse_clock_ms();
+		if (page_alloc_purge_delay() < 0 || now - last + BG_SLACK_MS < bg_interval_ms())
+			continue;
+		last = now;
+		now = page_alloc_purge_tick();
+		if (bg_may_stop_cpus())
+			__slab_idle_tick(now, true);
 		__atomic_fetch_add(&bg.ticks, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
@@ -208,10 +245,7 @@ void background_thread_restart(void)
 	bg_update();
 }
 
-/*
- * At exit, and at dlclose of libslub.so: the thread must not run this
- * library's code once it is gone.
- */
+/* At exit: the thread must not tick while the destructors tear down. */
 __attribute__((destructor)) static void background_thread_exit(void)
 {
 	slub_lock(&bg.lock);

@@ -35,8 +35,15 @@
  * membarrier aborts it. The caller's own CPU is stopped cache by cache
  * with a restartable store instead, which needs no IPI (percpu_stop());
  * if the thread has moved since the look, percpu_stop() sends one itself.
+ * An optional stop (the idle look's) that the system allows no way to
+ * make hold is undone, and false returned: a sandbox that refuses
+ * membarrier() and moves between CPUs is no reason to abort a program
+ * for memory it would only have given back.
  */
-static void stop_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu)
+static void resume_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu);
+
+static bool stop_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu,
+		       bool optional)
 {
 	bool here = cpu == raw_smp_processor_id(), sync = false;
 
@@ -57,8 +64,13 @@ static void stop_group(struct flush_slot *slot, unsigned int nr, unsigned int cp
 		}
 		sync |= !here && (slot[i].sheaf || slot[i].slab);
 	}
+	if (sync && optional && !percpu_try_stop_sync_cpu(cpu)) {
+		resume_group(slot, nr, cpu);
+		return false;
+	}
 	if (sync)
 		percpu_stop_sync_cpu(cpu);
+	return true;
 }
 
 /* Take what the stopped caches hold on cpu and let the CPU run again. */
@@ -73,6 +85,12 @@ static void take_group(struct flush_slot *slot, unsigned int nr, unsigned int cp
 		if (slot[i].slab)
 			cpu_slab_take_stopped(s, cpu, &slot[i].taken);
 	}
+	resume_group(slot, nr, cpu);
+}
+
+/* Let the stopped caches of the group run again on cpu, in reverse order. */
+static void resume_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu)
+{
 	for (unsigned int i = nr; i-- > 0;) {
 		if (slot[i].slab)
 			percpu_resume(slot[i].s->cpu_slab, cpu);
@@ -93,11 +111,14 @@ static void put_group(struct flush_slot *slot, unsigned int nr)
 }
 
 /* The marked caches of the group on cpu: one IPI for all of them. */
-void flush_cpu_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu)
+bool flush_cpu_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu,
+		     bool optional)
 {
-	stop_group(slot, nr, cpu);
+	if (!stop_group(slot, nr, cpu, optional))
+		return false;
 	take_group(slot, nr, cpu);
 	put_group(slot, nr);
+	return true;
 }
 
 /*
@@ -129,7 +150,7 @@ static void flush_group(struct flush_slot *slot, unsigned int nr)
 			slot[i].sheaf = sheaf_cpu_used(slot[i].s, cpu);
 			slot[i].slab = cpu_slab_used(slot[i].s, cpu);
 		}
-		flush_cpu_group(slot, nr, cpu);
+		flush_cpu_group(slot, nr, cpu, false);
 	}
 }
 
@@ -146,7 +167,7 @@ void flush_cache_cpus(struct kmem_cache *s)
 	for_each_possible_cpu(cpu) {
 		slot.sheaf = sheaf_cpu_used(s, cpu);
 		slot.slab = cpu_slab_used(s, cpu);
-		flush_cpu_group(&slot, 1, cpu);
+		flush_cpu_group(&slot, 1, cpu, false);
 	}
 }
 

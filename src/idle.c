@@ -39,7 +39,8 @@ static unsigned long idle_next_ms;	/* the next look is due */
 static void flush_idle_group(struct flush_slot *slot, unsigned int nr,
 			     unsigned int cpu)
 {
-	flush_cpu_group(slot, nr, cpu);
+	if (!flush_cpu_group(slot, nr, cpu, true))
+		return;
 	for (unsigned int i = 0; i < nr; i++)
 		stat_add(slot[i].s, IDLE_FLUSH, slot[i].sheaf + slot[i].slab);
 }
@@ -117,6 +118,25 @@ static bool idle_look(unsigned int skip)
  * and whoever holds it (a sysfs file, the consistency check) will be
  * done by the next look.
  */
+/*
+ * Whether a look is due at now. A look scheduled under a longer delay
+ * than today's is due at the new interval: lowered from an hour, the
+ * delay took a quarter hour to matter.
+ */
+static bool idle_due(unsigned long now, unsigned long interval)
+{
+	unsigned long next = READ_ONCE(idle_next_ms);
+
+	return now >= next || next - now > interval;
+}
+
+static unsigned long idle_interval(int delay)
+{
+	unsigned long interval = (unsigned long)delay / 4;
+
+	return interval < IDLE_MIN_MS ? IDLE_MIN_MS : interval;
+}
+
 void __slab_idle_tick(unsigned long now, bool all)
 {
 	unsigned long interval;
@@ -124,10 +144,13 @@ void __slab_idle_tick(unsigned long now, bool all)
 	int delay;
 
 	background_tick();
-	if (!now || now < READ_ONCE(idle_next_ms) || !slub_trylock(&slab_mutex))
-		return;
 	delay = page_alloc_purge_delay();
-	if (now < idle_next_ms || delay < 0) {
+	if (!now || delay < 0)
+		return;
+	interval = idle_interval(delay);
+	if (!idle_due(now, interval) || !slub_trylock(&slab_mutex))
+		return;
+	if (!idle_due(now, interval)) {
 		slub_unlock(&slab_mutex);
 		return;
 	}
@@ -136,9 +159,6 @@ void __slab_idle_tick(unsigned long now, bool all)
 		slub_unlock(&sysfs_lock);
 	}
 	/* Out of budget: the rest is due now. */
-	interval = (unsigned long)delay / 4;
-	if (interval < IDLE_MIN_MS)
-		interval = IDLE_MIN_MS;
 	WRITE_ONCE(idle_next_ms, more ? now : now + interval);
 	slub_unlock(&slab_mutex);
 }

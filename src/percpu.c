@@ -10,6 +10,7 @@
 #include "percpu.h"
 
 void percpu_membarrier_cpu(unsigned int cpu);
+bool percpu_try_membarrier_cpu(unsigned int cpu);
 
 char *pcpu_base;
 
@@ -191,6 +192,11 @@ void percpu_stop_sync_cpu(unsigned int cpu)
 {
 	if (percpu_rseq())
 		percpu_membarrier_cpu(cpu);
+}
+
+bool percpu_try_stop_sync_cpu(unsigned int cpu)
+{
+	return !percpu_rseq() || percpu_try_membarrier_cpu(cpu);
 }
 
 void percpu_stop(pcpu_off_t ctl, unsigned int cpu)

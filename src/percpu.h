@@ -218,6 +218,8 @@ void percpu_resume(pcpu_off_t ctl, unsigned int cpu);
 void percpu_stop_begin(pcpu_off_t ctl, unsigned int cpu);
 void percpu_stop_sync(void);
 void percpu_stop_sync_cpu(unsigned int cpu);
+/* The same, or false where the system allows no way to (the caller resumes). */
+bool percpu_try_stop_sync_cpu(unsigned int cpu);
 
 /*
  * Stop the fast paths of cpu, which the caller is running on and whose

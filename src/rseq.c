@@ -184,11 +184,13 @@ static bool visit_cpu(unsigned int cpu)
 }
 
 /*
- * Abort every restartable sequence running on cpu: after this returns, a
- * sequence on cpu that started before the caller's stores either committed
- * or restarts and sees them.
+ * Abort every restartable sequence running on cpu: after this returns
+ * true, a sequence on cpu that started before the caller's stores either
+ * committed or restarts and sees them. False if neither membarrier() nor
+ * a move onto cpu is allowed (a sandbox): for callers whose stop is
+ * optional (the idle look), which then undo it.
  */
-void percpu_membarrier_cpu(unsigned int cpu)
+bool percpu_try_membarrier_cpu(unsigned int cpu)
 {
 	/*
 	 * No other thread: no sequence but the caller's own can be running,
@@ -198,21 +200,26 @@ void percpu_membarrier_cpu(unsigned int cpu)
 	 * child) may refuse or kill it for.
 	 */
 	if (&__libc_single_threaded && __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED))
-		return;
+		return true;
 	__atomic_fetch_add(&percpu_membarriers, 1, __ATOMIC_RELAXED);
 	if (!__atomic_load_n(&membarrier_refused, __ATOMIC_RELAXED)) {
 		if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
 				   MEMBARRIER_CMD_FLAG_CPU, (int)cpu) == 0)
-			return;
+			return true;
 		/* Kernels before 5.10 know no CPU flag: interrupt every CPU. */
 		if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0)
-			return;
+			return true;
 		/* After fork on some kernels: register again and retry. */
 		sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0);
 		if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0)
-			return;
+			return true;
 		__atomic_store_n(&membarrier_refused, true, __ATOMIC_RELAXED);
 	}
-	if (!visit_cpu(cpu))
+	return visit_cpu(cpu);
+}
+
+void percpu_membarrier_cpu(unsigned int cpu)
+{
+	if (!percpu_try_membarrier_cpu(cpu))
 		abort();	/* the invariant cannot be kept: stop here */
 }

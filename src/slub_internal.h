@@ -166,7 +166,9 @@ struct flush_slot {
 #define FLUSH_GROUP	(FLUSH_MAP / sizeof(struct flush_slot))	/* 59 */
 struct flush_slot *flush_slots_map(void);
 void flush_slots_unmap(struct flush_slot *slot);
-void flush_cpu_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu);
+/* False only for an optional flush that could not stop the CPU. */
+bool flush_cpu_group(struct flush_slot *slot, unsigned int nr, unsigned int cpu,
+		     bool optional);
 void flush_caches(void);
 void flush_cache_cpus(struct kmem_cache *s);
 

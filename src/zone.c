@@ -60,18 +60,64 @@ static void *reserve(size_t len)
 }
 
 /*
- * Make the max-order block at pfn and its struct page entries readable
- * and writable (zone->lock held, the frontier about to pass it). This is
- * where the memory is committed: false when the system refuses (the
- * commit limit, RLIMIT_DATA), and the allocation fails with ENOMEM, as
- * glibc's does when its heap cannot grow.
+ * Map [addr, addr + len), part of a reservation, readable and writable.
+ * A new mapping rather than mprotect(): mlockall(MCL_CURRENT) marked the
+ * reservation locked, and mprotect() would fill in and lock every block
+ * opened after it, for good (512 MiB of blocks touched once stayed
+ * resident and locked through free and malloc_trim(); glibc's stayed at
+ * 4 MB). A new mapping is locked only under MCL_FUTURE, as a new heap
+ * page is. Where the system refuses the commit (strict overcommit) the
+ * kernel has already unmapped the range: it is reserved again, but never
+ * over a mapping that another thread's mmap() placed in the hole
+ * meanwhile; then the arena ends there for good (zone.open_limit).
+ */
+static bool open_range(void *addr, size_t len)
+{
+	void *p = mmap(addr, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+
+	if (p != MAP_FAILED)
+		return true;
+	p = mmap(addr, len, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p != addr) {
+		/* Before Linux 4.17 the flag is a hint: not where asked. */
+		if (p != MAP_FAILED)
+			munmap(p, len);
+		zone.open_limit = 0;
+	}
+	return false;
+}
+
+/* Back to a reservation: our own mapping, nobody else's to lose. */
+static void close_range(void *addr, size_t len)
+{
+	mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+	     -1, 0);
+}
+
+/*
+ * Open the max-order block at pfn and its struct page entries (zone->lock
+ * held, the frontier about to pass it). This is where the memory is
+ * committed: false when the system refuses (the commit limit,
+ * RLIMIT_DATA), and the allocation fails with ENOMEM, as glibc's does
+ * when its heap cannot grow.
  */
 bool zone_open_block(unsigned long pfn)
 {
-	return !mprotect(zone.pages + pfn, MAX_ORDER_NR_PAGES * sizeof(struct page),
-			 PROT_READ | PROT_WRITE) &&
-	       !mprotect(zone.arena + (pfn << PAGE_SHIFT),
-			 MAX_ORDER_NR_PAGES << PAGE_SHIFT, PROT_READ | PROT_WRITE);
+	char *block = zone.arena + (pfn << PAGE_SHIFT);
+	size_t len = MAX_ORDER_NR_PAGES << PAGE_SHIFT;
+	bool ok;
+
+	if (pfn >= zone.open_limit)
+		return false;
+	ok = open_range(block, len);
+	if (ok && !(ok = open_range(zone.pages + pfn,
+				    MAX_ORDER_NR_PAGES * sizeof(struct page))))
+		close_range(block, len);
+	if (!zone.open_limit)	/* a hole lost: nothing from here up */
+		zone.open_limit = pfn;
+	return ok;
 }
 
 /* Reserve size bytes aligned to the largest block, and their page array. */
@@ -232,6 +278,7 @@ int page_alloc_init(void)
 	}
 	zone.purge_delay_ms = PURGE_DELAY_DEFAULT;
 	zone.frontier = 0;
+	zone.open_limit = zone.nr_pages;
 	zone.free_pages = zone.nr_pages;
 	zone.released_pages = zone.nr_pages;
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -377,7 +378,8 @@ static inline int run_in_child(void (*fn)(void *), void *arg)
  * SECCOMP_RET_TRAP) and the rest run. -1 where seccomp filters are not
  * allowed (the caller then says so and checks nothing).
  */
-static inline int seccomp_refuse(const int *nr, unsigned int n, uint32_t action)
+static inline int seccomp_filter(const int *nr, unsigned int n, uint32_t action,
+				 bool all_threads)
 {
 	struct sock_filter f[7] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
@@ -394,7 +396,21 @@ static inline int seccomp_refuse(const int *nr, unsigned int n, uint32_t action)
 	f[2 + n] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, action);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
+	if (all_threads)
+		return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+				    SECCOMP_FILTER_FLAG_TSYNC, &prog);
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+static inline int seccomp_refuse(const int *nr, unsigned int n, uint32_t action)
+{
+	return seccomp_filter(nr, n, action, false);
+}
+
+/* The same for every thread of the process (SECCOMP_FILTER_FLAG_TSYNC). */
+static inline int seccomp_refuse_all(const int *nr, unsigned int n, uint32_t action)
+{
+	return seccomp_filter(nr, n, action, true);
 }
 
 #endif /* SLUB_TEST_HELPERS_H */

@@ -114,6 +114,21 @@ static void test_reservation_not_committed(void)
 	free(pages);
 }
 
+/* A field of /proc/self/status in KiB, read without stdio. */
+static long status_kib(const char *key)
+{
+	static char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	char *p;
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strstr(buf, key);
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
 /*
  * A process that locks all its memory: the reservation stays empty, and
  * what the program allocates afterwards is locked as it is opened.
@@ -156,10 +171,48 @@ static void locked(void)
 	munlockall();
 }
 
+/*
+ * Locked without MCL_FUTURE: what the program allocates afterwards is
+ * neither locked nor filled in. Before, mprotect() opened blocks inside
+ * the reservation that mlockall() had marked locked: each 4 MiB block
+ * was filled in and locked, and stayed through free and malloc_trim().
+ */
+static void locked_current(void)
+{
+	struct rlimit inf = { RLIM_INFINITY, RLIM_INFINITY };
+	enum { NR = 64 };
+	char *p[NR];
+	long rss, lck;
+
+	free(malloc(hide_size(100)));
+	setrlimit(RLIMIT_MEMLOCK, &inf);
+	if (mlockall(MCL_CURRENT)) {
+		fprintf(stderr, "mlockall: %s: not checked here\n", strerror(errno));
+		_exit(0);
+	}
+	rss = rss_kib();
+	lck = status_kib("VmLck:");
+	/* 64 blocks of 1 MiB, one byte of each touched: 16 new 4 MiB blocks. */
+	for (int i = 0; i < NR; i++) {
+		p[i] = malloc(hide_size(MiB));
+		CHECK(p[i] != NULL);
+		p[i][0] = 1;
+	}
+	fprintf(stderr, "64 MiB allocated after mlockall(MCL_CURRENT): %ld KiB more "
+		"resident, %ld KiB more locked\n", rss_kib() - rss, status_kib("VmLck:") - lck);
+	CHECK(rss_kib() - rss < 8 * 1024);
+	CHECK(status_kib("VmLck:") - lck < 8 * 1024);
+	for (int i = 0; i < NR; i++)
+		free(p[i]);
+	munlockall();
+}
+
 static void test_mlockall(void)
 {
 	int status = in_child(locked);
 
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	status = in_child(locked_current);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
