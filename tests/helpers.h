@@ -185,6 +185,24 @@ static inline size_t opaque_size(size_t n)
 }
 
 /* Resident set size in KiB, from /proc/self/statm. */
+/*
+ * A field of /proc/self/status ("VmRSS:", "Threads:"), read without stdio,
+ * whose malloc would run the allocator's slow paths and their ticks.
+ */
+static inline long status_field(const char *key)
+{
+	static char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	char *p;
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strstr(buf, key);
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
 static inline long rss_kib(void)
 {
 	long pages = 0, resident = 0;

@@ -114,21 +114,6 @@ static void test_reservation_not_committed(void)
 	free(pages);
 }
 
-/* A field of /proc/self/status in KiB, read without stdio. */
-static long status_kib(const char *key)
-{
-	static char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	char *p;
-
-	if (fd >= 0)
-		close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	p = strstr(buf, key);
-	return p ? strtol(p + strlen(key), NULL, 10) : -1;
-}
-
 /*
  * A process that locks all its memory: the reservation stays empty, and
  * what the program allocates afterwards is locked as it is opened.
@@ -191,7 +176,7 @@ static void locked_current(void)
 		_exit(0);
 	}
 	rss = rss_kib();
-	lck = status_kib("VmLck:");
+	lck = status_field("VmLck:");
 	/* 64 blocks of 1 MiB, one byte of each touched: 16 new 4 MiB blocks. */
 	for (int i = 0; i < NR; i++) {
 		p[i] = malloc(hide_size(MiB));
@@ -199,9 +184,9 @@ static void locked_current(void)
 		p[i][0] = 1;
 	}
 	fprintf(stderr, "64 MiB allocated after mlockall(MCL_CURRENT): %ld KiB more "
-		"resident, %ld KiB more locked\n", rss_kib() - rss, status_kib("VmLck:") - lck);
+		"resident, %ld KiB more locked\n", rss_kib() - rss, status_field("VmLck:") - lck);
 	CHECK(rss_kib() - rss < 8 * 1024);
-	CHECK(status_kib("VmLck:") - lck < 8 * 1024);
+	CHECK(status_field("VmLck:") - lck < 8 * 1024);
 	for (int i = 0; i < NR; i++)
 		free(p[i]);
 	munlockall();

@@ -104,21 +104,6 @@ static void test_purge_after_delay(void)
 
 /* ---- The background thread ------------------------------------------------------ */
 
-/* A field of /proc/self/status, read without malloc (which would tick). */
-static long status_field(const char *key)
-{
-	static char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	char *p;
-
-	if (fd >= 0)
-		close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	p = strstr(buf, key);
-	return p ? strtol(p + strlen(key), NULL, 10) : -1;
-}
-
 /*
  * After a burst a quiet program keeps what the burst left: nothing runs
  * the purge while no thread allocates. With policy/background_thread=1
