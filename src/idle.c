@@ -9,7 +9,8 @@
  * or moved) keep them, and the slabs under them, for good: up to a few
  * MiB a CPU, which the purge cannot give back, as the pages are not free.
  *
- * So from the sheaves' slow paths, at most every quarter purge delay
+ * So from the sheaves' slow paths (and the background thread when it is
+ * on, background.c), at most every quarter purge delay
  * (page_alloc/purge_delay_ms; -1 turns this off too), one thread looks at
  * every cache's CPUs and flushes those whose state is what it was at the
  * last look, as drain_idle_pcps() does for the pcp lists and tcmalloc
@@ -24,7 +25,8 @@
  * flush of another CPU costs a membarrier IPI, one for all of the CPU's
  * idle caches (flush.c), so a look flushes at most IDLE_BATCH CPUs and
  * leaves the rest to the next slow path: one malloc does not pay for a
- * whole machine's.
+ * whole machine's. The flush is optional: a CPU that a sandbox allows no
+ * way to stop (no membarrier(), no move onto it) is left as it is.
  */
 #include "page_alloc.h"
 #include "slub_internal.h"
@@ -107,18 +109,6 @@ static bool idle_look(unsigned int skip)
 }
 
 /*
- * A look if one is due at now (page_alloc_purge_tick()'s clock; 0:
- * purging is off, and so are the looks). From a slow path the caller's
- * CPU is busy and skipped; the background thread (background.c, all
- * set) allocates nothing, and looks at its own CPU too, where the
- * program's threads may have left sheaves. Only tried locks: slab_mutex
- * keeps the marks and the list of caches, and whoever holds it (a cache
- * being made, a trim, a fork, or another look) is busy with the caches
- * already; sysfs_lock lets the look hold many per-CPU locks (flush.c),
- * and whoever holds it (a sysfs file, the consistency check) will be
- * done by the next look.
- */
-/*
  * Whether a look is due at now. A look scheduled under a longer delay
  * than today's is due at the new interval: lowered from an hour, the
  * delay took a quarter hour to matter.
@@ -137,6 +127,18 @@ static unsigned long idle_interval(int delay)
 	return interval < IDLE_MIN_MS ? IDLE_MIN_MS : interval;
 }
 
+/*
+ * A look if one is due at now (page_alloc_purge_tick()'s clock; 0:
+ * purging is off, and so are the looks). From a slow path the caller's
+ * CPU is busy and skipped; the background thread (background.c, all
+ * set) allocates nothing, and looks at its own CPU too, where the
+ * program's threads may have left sheaves. Only tried locks: slab_mutex
+ * keeps the marks and the list of caches, and whoever holds it (a cache
+ * being made, a trim, a fork, or another look) is busy with the caches
+ * already; sysfs_lock lets the look hold many per-CPU locks (flush.c),
+ * and whoever holds it (a sysfs file, the consistency check) will be
+ * done by the next look.
+ */
 void __slab_idle_tick(unsigned long now, bool all)
 {
 	unsigned long interval;

@@ -134,7 +134,6 @@ struct zone {
 	struct page *pages;
 	unsigned long nr_pages;		/* arena size in pages */
 	unsigned long frontier;		/* first never-used pfn (atomic: read unlocked) */
-	unsigned long open_limit;	/* the frontier stops here (zone_open_block()) */
 	unsigned long free_pages;	/* on free lists or above frontier */
 	unsigned long released_pages;	/* free and not backed by memory */
 
