@@ -35,7 +35,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,19 +72,6 @@ static unsigned int bg_interval_ms(void)
 }
 
 /*
- * Whether the thread may stop other CPUs: that takes membarrier(), or a
- * move onto the CPU, and a seccomp filter (one installed with TSYNC
- * reaches this thread too) may refuse both, or kill for them, in a
- * program that was single-threaded, and so never needed them, until
- * this thread came. Under a filter the thread only purges free pages,
- * which takes neither.
- */
-static bool bg_may_stop_cpus(void)
-{
-	return prctl(PR_GET_SECCOMP, 0, 0, 0, 0) <= 0;
-}
-
-/*
  * Waits of at most BG_OFF_MS, and a tick once the interval has passed
  * since the last: a purge delay lowered meanwhile counts from the next
  * wake-up, not after a quarter of the old delay (a quarter hour for the
@@ -109,9 +95,7 @@ static void *bg_main(void *arg)
 		if (page_alloc_purge_delay() < 0 || now - last + BG_SLACK_MS < bg_interval_ms())
 			continue;
 		last = now;
-		now = page_alloc_purge_tick();
-		if (bg_may_stop_cpus())
-			__slab_idle_tick(now, true);
+		__slab_idle_tick(page_alloc_purge_tick(), true);
 		__atomic_fetch_add(&bg.ticks, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;

@@ -26,8 +26,12 @@
  * idle caches (flush.c), so a look flushes at most IDLE_BATCH CPUs and
  * leaves the rest to the next slow path: one malloc does not pay for a
  * whole machine's. The flush is optional: a CPU that a sandbox allows no
- * way to stop (no membarrier(), no move onto it) is left as it is.
+ * way to stop (no membarrier(), no move onto it) is left as it is, and
+ * under a seccomp filter, which may kill for those calls, no CPU is
+ * stopped at all.
  */
+#include <sys/prctl.h>
+
 #include "page_alloc.h"
 #include "slub_internal.h"
 #include "sysfs.h"
@@ -36,6 +40,7 @@
 #define IDLE_MIN_MS	10	/* looks at most this often, whatever the delay */
 
 static unsigned long idle_next_ms;	/* the next look is due */
+static bool sandboxed;			/* this look stops no CPU (slab_mutex) */
 
 /* Flush the marked caches of a group on cpu, one IPI for them all. */
 static void flush_idle_group(struct flush_slot *slot, unsigned int nr,
@@ -93,7 +98,7 @@ static bool idle_look(unsigned int skip)
 	struct list_head *pos;
 
 	for_each_possible_cpu(cpu) {
-		if (cpu == skip)
+		if (cpu == skip || sandboxed)
 			continue;
 		if (flush_idle_cpu(&slot, cpu) && !--budget)
 			break;
@@ -157,6 +162,13 @@ void __slab_idle_tick(unsigned long now, bool all)
 		return;
 	}
 	if (slub_trylock(&sysfs_lock)) {
+		/*
+		 * Under a seccomp filter no CPU is stopped: the stop takes
+		 * membarrier() or a move onto the CPU, which a filter may
+		 * refuse (flush_cpu_group() then leaves the CPU alone) or
+		 * kill the process for, and this look is optional.
+		 */
+		sandboxed = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) > 0;
 		more = idle_look(all ? nr_cpu_ids : raw_smp_processor_id());
 		slub_unlock(&sysfs_lock);
 	}
