@@ -16,12 +16,13 @@
  *
  * The thread runs the same tick the slow paths run (slab_idle_tick() of
  * page_alloc_purge_tick(), its own CPU included) every quarter purge
- * delay, but not more often than every BG_MIN_MS; with purging off
- * (purge_delay_ms -1) it only waits. It blocks every signal, has a small stack, and takes
- * the locks a slow path would, so fork's handlers wait for it as for any
- * thread. A fork child has no thread: the child's first allocation slow
- * path starts one. Asked for from within the bring-up (SLUB_CONFIG), it
- * starts once the library is up, as SLUB_CONTROL=1's thread does.
+ * delay (slab_idle_interval_ms()); with purging off (purge_delay_ms -1)
+ * the tick does nothing. It blocks every signal, has a small stack, and
+ * takes the locks a slow path would, so fork's handlers wait for it as
+ * for any thread. A fork child has no thread: the child's first
+ * allocation slow path starts one. Asked for from within the bring-up
+ * (SLUB_CONFIG), it starts once the library is up, as SLUB_CONTROL=1's
+ * thread does.
  *
  * One more thread is not free: glibc's __libc_single_threaded goes
  * false (so stdio locks, and libslub's own stops of other CPUs, which a
@@ -45,9 +46,7 @@
 #include "slub_internal.h"
 
 #define BG_STACK	(256 << 10)
-#define BG_MIN_MS	10	/* idle.c's IDLE_MIN_MS */
-#define BG_OFF_MS	1000	/* the longest wait; the wait while purging is off */
-#define BG_SLACK_MS	5	/* the coarse clock's steps: a wait may read short */
+#define BG_MAX_WAIT_MS	1000	/* the longest wait; the wait while purging is off */
 
 static struct {
 	struct slub_lock lock;	/* start and stop; not held by the thread */
@@ -62,39 +61,28 @@ static struct {
 /* A fork child's first slow path starts the thread again (background_tick()). */
 int background_restart;
 
-static unsigned int bg_interval_ms(void)
-{
-	int delay = page_alloc_purge_delay();
-
-	if (delay < 0)
-		return BG_OFF_MS;
-	return (unsigned int)delay / 4 < BG_MIN_MS ? BG_MIN_MS : (unsigned int)delay / 4;
-}
-
 /*
- * Waits of at most BG_OFF_MS, and a tick once the interval has passed
- * since the last: a purge delay lowered meanwhile counts from the next
- * wake-up, not after a quarter of the old delay (a quarter hour for the
- * largest).
+ * A wake-up every quarter purge delay, and at least every BG_MAX_WAIT_MS:
+ * a delay lowered meanwhile counts from the next wake-up, not after a
+ * quarter of the old one (a quarter hour for the largest). Each tick
+ * keeps its own schedule (purge_next_ms, the idle look's), so a wake-up
+ * with nothing due costs a clock read and a few compares.
  */
 static void *bg_main(void *arg)
 {
-	unsigned long last = coarse_clock_ms();
-
 	(void)arg;
 	while (!__atomic_load_n(&bg.stop, __ATOMIC_ACQUIRE)) {
-		unsigned int ms = bg_interval_ms(), wait = ms < BG_OFF_MS ? ms : BG_OFF_MS;
-		struct timespec ts = { wait / 1000, (long)(wait % 1000) * 1000000L };
-		unsigned long now;
+		unsigned long ms = slab_idle_interval_ms();
+		struct timespec ts;
 
+		if (!ms || ms > BG_MAX_WAIT_MS)
+			ms = BG_MAX_WAIT_MS;
+		ts.tv_sec = (time_t)(ms / 1000);
+		ts.tv_nsec = (long)(ms % 1000) * 1000000L;
 		/* Woken early only by a stop. */
 		syscall(SYS_futex, &bg.stop, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
 		if (__atomic_load_n(&bg.stop, __ATOMIC_ACQUIRE))
 			break;
-		now = coarse_clock_ms();
-		if (page_alloc_purge_delay() < 0 || now - last + BG_SLACK_MS < bg_interval_ms())
-			continue;
-		last = now;
 		__slab_idle_tick(page_alloc_purge_tick(), true);
 		__atomic_fetch_add(&bg.ticks, 1, __ATOMIC_RELAXED);
 	}

@@ -132,6 +132,13 @@ static unsigned long idle_interval(int delay)
 	return interval < IDLE_MIN_MS ? IDLE_MIN_MS : interval;
 }
 
+unsigned long slab_idle_interval_ms(void)
+{
+	int delay = page_alloc_purge_delay();
+
+	return delay < 0 ? 0 : idle_interval(delay);
+}
+
 /*
  * A look if one is due at now (page_alloc_purge_tick()'s clock; 0:
  * purging is off, and so are the looks). From a slow path the caller's

@@ -174,6 +174,8 @@ void flush_cache_cpus(struct kmem_cache *s);
 
 /* Idle CPUs (idle.c): from the sheaves' slow paths, with the purge's clock. */
 void __slab_idle_tick(unsigned long now, bool all);
+/* How often the looks come, by the purge delay; 0 while purging is off. */
+unsigned long slab_idle_interval_ms(void);
 
 static inline void slab_idle_tick(unsigned long now)
 {
