@@ -44,6 +44,8 @@
 #define PAGE_SHIFT	SLUB_PAGE_SHIFT
 #define PAGE_SIZE	SLUB_PAGE_SIZE
 #define MAX_ORDER_NR_PAGES	(1UL << MAX_PAGE_ORDER)
+/* The unit of decommitting (decommit.c): 256 KiB. */
+#define DECOMMIT_ORDER		6
 
 enum page_type {
 	PGTY_NONE = 0,
@@ -121,6 +123,7 @@ enum pa_stat_item {
 	ZONE_LOCK,			/* zone->lock acquisitions */
 	PAGES_RELEASED,			/* pages given back to the OS */
 	PAGES_PURGED,			/* of them, by a purge after the delay */
+	PAGES_DECOMMITTED,		/* of them, decommitted as well (decommit.c) */
 	PCP_IDLE_DRAIN,			/* idle pcp lists given back to the buddy */
 	ALLOC_FAIL,			/* allocations that returned NULL */
 	BAD_FREE,			/* free_pages() calls reported as bugs */
@@ -148,6 +151,12 @@ struct zone {
 	unsigned long now_ms;		/* coarse clock, read at zone_lock() */
 	unsigned long purge_next_ms;	/* the next pass is due */
 	unsigned long pcp_idle_next_ms;	/* the next look for idle pcp lists */
+
+	/* Decommitting (page_alloc/decommit): see decommit.c */
+	int decommit;			/* 1: released blocks give back their commit too */
+	unsigned int closed_runs;	/* runs of closed chunks: mappings of their own */
+	unsigned long decommitted_pages; /* free pages in closed chunks */
+	unsigned long *closed;		/* a bit a chunk of 2^DECOMMIT_ORDER pages */
 
 	pcpu_off_t pcp;			/* struct per_cpu_pages */
 	pcpu_off_t stats;		/* unsigned long[NR_PA_STATS] */

@@ -119,13 +119,18 @@ static void release_block_entries(struct page *page, unsigned int order)
 		(sizeof(struct page) << order) - PAGE_SIZE, MADV_DONTNEED);
 }
 
-/* Give a free block's memory back to the operating system. */
+/*
+ * Give a free block's memory back to the operating system, and its
+ * commit charge when decommitting is on (decommit.c). MADV_DONTNEED first
+ * even then: it refuses locked memory, which mlockall() asked to keep.
+ */
 static bool release_block(struct page *page, unsigned int order)
 {
 	if (madvise(page_address(page), PAGE_SIZE << order, MADV_DONTNEED))
 		return false;
 	release_block_entries(page, order);
 	pa_stat_add(PAGES_RELEASED, 1L << order);
+	zone_decommit(page_to_pfn(page), order);
 	return true;
 }
 
@@ -214,6 +219,11 @@ static struct page *__rmqueue_smallest(unsigned int order)
 		expand(page, order, o, released);
 		page->flags = released ? PG_released : 0;
 		zone.free_pages -= 1UL << order;
+		/* Decommitted memory is charged again here, or not at all. */
+		if (unlikely(!zone_recommit(page_to_pfn(page), order))) {
+			__free_one_page(page, order);
+			return NULL;
+		}
 		return page;
 	}
 	return NULL;

@@ -19,6 +19,27 @@
  */
 bool zone_open_block(unsigned long pfn);
 
+/*
+ * Make part of a reservation readable and writable (mprotect(), minding
+ * mlockall()); false if the system will not commit the memory.
+ */
+bool zone_open_range(void *addr, size_t len);
+
+/*
+ * Decommitting (decommit.c; zone->lock held): zone_decommit() after a
+ * block's release, zone_recommit() before any block goes out of the buddy.
+ */
+int decommit_init(void);
+int page_alloc_set_decommit(unsigned long on);
+bool zone_decommit(unsigned long pfn, unsigned int order);
+bool __zone_recommit(unsigned long pfn, unsigned int order);
+unsigned long decommit_check(void);
+
+static inline bool zone_recommit(unsigned long pfn, unsigned int order)
+{
+	return likely(!zone.decommitted_pages) || __zone_recommit(pfn, order);
+}
+
 /* Parse "64G", "512M", "4096k", "8388608"; 0 if malformed. */
 unsigned long parse_size(const char *s);
 
@@ -57,6 +78,7 @@ static inline unsigned long coarse_clock_ms(void)
 struct zone_snapshot {
 	unsigned long nr_free[NR_PAGE_ORDERS];	/* untouched blocks included */
 	unsigned long total, free, pcp, used, released;
+	unsigned long decommitted;	/* of released: not even committed */
 	unsigned long untouched;	/* of nr_free[MAX_PAGE_ORDER]: above the frontier */
 };
 void zone_snapshot(struct zone_snapshot *snap);

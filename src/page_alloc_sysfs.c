@@ -27,9 +27,10 @@ static void zoneinfo_show(struct seq_buf *s, void *obj, long arg)
 	(void)obj, (void)arg;
 	zone_snapshot(&snap);
 	seq_printf(s, "pages_total %lu\npages_free %lu\npages_pcp %lu\n"
-		   "pages_used %lu\npages_released %lu\nbatch %d\nhigh %d\n"
-		   "high_order %d\narena %p\n", snap.total, snap.free, snap.pcp,
-		   snap.used, snap.released, READ_ONCE(zone.batch),
+		   "pages_used %lu\npages_released %lu\npages_decommitted %lu\n"
+		   "batch %d\nhigh %d\nhigh_order %d\narena %p\n", snap.total,
+		   snap.free, snap.pcp, snap.used, snap.released, snap.decommitted,
+		   READ_ONCE(zone.batch),
 		   READ_ONCE(zone.high), READ_ONCE(zone.pcp_high_order),
 		   (void *)zone.arena);
 }
@@ -71,6 +72,22 @@ static int purge_delay_store(void *obj, long arg, const char *val)
 	if (sysfs_parse_ulong(val, &v) || v > PURGE_DELAY_MAX)
 		return -EINVAL;
 	return page_alloc_set_purge_delay((long)v);
+}
+
+static void decommit_show(struct seq_buf *s, void *obj, long arg)
+{
+	(void)obj, (void)arg;
+	seq_printf(s, "%d\n", READ_ONCE(zone.decommit));
+}
+
+static int decommit_store(void *obj, long arg, const char *val)
+{
+	unsigned long v;
+
+	(void)obj, (void)arg;
+	if (sysfs_parse_ulong(val, &v))
+		return -EINVAL;
+	return page_alloc_set_decommit(v);
 }
 
 static int drain_store(void *obj, long arg, const char *val)
@@ -146,6 +163,7 @@ static const struct slub_attr page_alloc_attrs[] = {
 	TUNABLE("pcp_batch", batch),
 	TUNABLE("pcp_high", high),
 	{ "purge_delay_ms", purge_delay_show, purge_delay_store, 0 },
+	{ "decommit", decommit_show, decommit_store, 0 },
 	{ "drain", NULL, drain_store, 0 },
 	{ "shrink", NULL, shrink_store, 0 },
 	{ "pcp_count", pcp_count_show, NULL, 0 },
@@ -166,6 +184,7 @@ static const struct slub_attr page_alloc_attrs[] = {
 	STAT("zone_lock", ZONE_LOCK),
 	STAT("pages_released", PAGES_RELEASED),
 	STAT("pages_purged", PAGES_PURGED),
+	STAT("pages_decommitted", PAGES_DECOMMITTED),
 	STAT("pcp_idle_drain", PCP_IDLE_DRAIN),
 	STAT("alloc_fail", ALLOC_FAIL),
 	STAT("bad_free", BAD_FREE),

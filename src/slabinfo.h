@@ -194,7 +194,7 @@ enum si_zone {
 extern const char *const si_zone_keys[SI_NR_ZONE];
 
 /* page_alloc/ counters: pcp_count (a level) and the statistics. */
-enum { SI_PA_PCP_COUNT, SI_PA_HIT0, SI_PA_MISS0 = SI_PA_HIT0 + 4, SI_NR_PA = 21 };
+enum { SI_PA_PCP_COUNT, SI_PA_HIT0, SI_PA_MISS0 = SI_PA_HIT0 + 4, SI_NR_PA = 22 };
 extern const char *const si_pa_names[SI_NR_PA];
 
 struct si_snap {

@@ -82,8 +82,8 @@ const char *const si_pa_names[SI_NR_PA] = {
 	"pcp_hit_order3", "pcp_miss_order0", "pcp_miss_order1",
 	"pcp_miss_order2", "pcp_miss_order3", "pcp_free", "pcp_refill",
 	"pcp_drain", "pcp_lock_busy", "buddy_alloc", "buddy_free", "zone_lock",
-	"pages_released", "pages_purged", "pcp_idle_drain", "alloc_fail",
-	"bad_free",
+	"pages_released", "pages_purged", "pages_decommitted", "pcp_idle_drain",
+	"alloc_fail", "bad_free",
 };
 
 static ssize_t local_read(void *ctx, const char *path, char *buf, size_t size)

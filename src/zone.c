@@ -88,7 +88,7 @@ static bool future_locked(void)
  * So a range that comes out resident is unlocked and emptied again,
  * unless MCL_FUTURE asks for exactly that.
  */
-static bool open_range(void *addr, size_t len)
+bool zone_open_range(void *addr, size_t len)
 {
 	unsigned char vec = 0;
 
@@ -113,8 +113,8 @@ bool zone_open_block(unsigned long pfn)
 	char *block = zone.arena + (pfn << PAGE_SHIFT);
 	size_t len = MAX_ORDER_NR_PAGES << PAGE_SHIFT;
 
-	return open_range(zone.pages + pfn, MAX_ORDER_NR_PAGES * sizeof(struct page)) &&
-	       open_range(block, len);
+	return zone_open_range(zone.pages + pfn, MAX_ORDER_NR_PAGES * sizeof(struct page)) &&
+	       zone_open_range(block, len);
 }
 
 /* Reserve size bytes aligned to the largest block, and their page array. */
@@ -268,6 +268,8 @@ int page_alloc_init(void)
 	}
 	if (ret)
 		return ret;
+	if (decommit_init())
+		return -ENOMEM;
 
 	for (unsigned int o = 0; o <= MAX_PAGE_ORDER; o++) {
 		INIT_LIST_HEAD(&zone.free_area[o].free_list);
@@ -327,6 +329,7 @@ void zone_snapshot(struct zone_snapshot *snap)
 	snap->nr_free[MAX_PAGE_ORDER] += snap->untouched;
 	snap->free = zone.free_pages;
 	snap->released = zone.released_pages;
+	snap->decommitted = zone.decommitted_pages;
 	slub_unlock(&zone.lock);
 	snap->total = zone.nr_pages;
 	snap->pcp = pcp;
@@ -423,6 +426,7 @@ unsigned long page_alloc_check_locked(void)
 			    zone.free_pages, zone.released_pages);
 		errors++;
 	}
+	errors += decommit_check();
 	for_each_possible_cpu(cpu) {
 		struct per_cpu_pages *pcp = per_cpu_ptr(zone.pcp, cpu);
 		unsigned long pages = 0;

@@ -66,8 +66,8 @@ static inline int page_alloc_clear_stats(void)
 		"pcp_hit_order3", "pcp_miss_order0", "pcp_miss_order1",
 		"pcp_miss_order2", "pcp_miss_order3", "pcp_free", "pcp_refill",
 		"pcp_drain", "pcp_lock_busy", "buddy_alloc", "buddy_free",
-		"zone_lock", "pages_released", "pages_purged", "pcp_idle_drain",
-		"alloc_fail", "bad_free",
+		"zone_lock", "pages_released", "pages_purged", "pages_decommitted",
+		"pcp_idle_drain", "alloc_fail", "bad_free",
 	};
 	char path[128];
 	int failed = 0;

@@ -210,12 +210,64 @@ static void test_mlockall(void)
 #define DATA_LIMIT	(256 * MiB)
 #define OBJ_SIZE	3000
 
+/* Keep p until obj_keep(NULL) frees them all. */
+static void obj_keep(void *p)
+{
+	static void *kept[1000];
+	static size_t n;
+
+	if (p && n < 1000) {
+		kept[n++] = p;
+		return;
+	}
+	while (n)
+		free(kept[--n]);
+}
+
+/*
+ * And once the objects are freed and trimmed, the data limit has room
+ * for other mappings again: a data limit turns decommitting on
+ * (page_alloc/decommit), and released blocks stop counting against it.
+ * Before, the arena's memory stayed charged at its peak, and the mapping
+ * below failed with ENOMEM, as it would under strict overcommit.
+ */
+static void given_back(long peak)
+{
+	size_t len = DATA_LIMIT * 3 / 4;
+	long after;
+	char *other;
+
+	CHECK_EQ(sysfs_num("page_alloc/decommit"), 1);
+	malloc_trim(0);
+	after = status_field("VmData:");
+	fprintf(stderr, "VmData %ld kB at the peak, %ld after the frees and "
+		"malloc_trim()\n", peak, after);
+	CHECK(after < peak / 8);
+	other = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(other != MAP_FAILED);
+	if (other != MAP_FAILED) {
+		memset(other, 1, len);
+		munmap(other, len);
+	}
+	/* And the allocator's memory comes back from decommitted blocks. */
+	for (size_t i = 0; i < 1000; i++) {
+		char *p = malloc(hide_size(OBJ_SIZE));
+
+		CHECK(p != NULL);
+		if (p)
+			memset(p, 2, OBJ_SIZE);
+		obj_keep(p);
+	}
+	obj_keep(NULL);
+}
+
 static void data_limited(void)
 {
 	enum { MAX = DATA_LIMIT / OBJ_SIZE + 1 };
 	static char *obj[MAX];
 	size_t n = 0, bad = 0;
 	long long used;
+	long peak;
 	int err = 0;
 
 	while (n < MAX) {
@@ -229,6 +281,7 @@ static void data_limited(void)
 		n++;
 	}
 	used = zoneinfo("pages_used");
+	peak = status_field("VmData:");
 	fprintf(stderr, "under a %lu MiB data limit: %zu MiB of %d-byte objects, "
 		"%lld MiB of pages, then %s\n", DATA_LIMIT / MiB, n * OBJ_SIZE / MiB,
 		OBJ_SIZE, used * (long long)PAGE / (long long)MiB, strerror(err));
@@ -251,6 +304,7 @@ static void data_limited(void)
 	CHECK(bad * OBJ_SIZE <= 64 * KiB);
 	for (size_t i = 0; i < n; i++)
 		free(obj[i]);
+	given_back(peak);
 }
 
 static void test_data_limit(void)

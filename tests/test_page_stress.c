@@ -4,7 +4,8 @@
  * free blocks of random orders, move themselves between CPUs, and free
  * some of their blocks in other threads, while one more thread drains the
  * pcp lists, rewrites their tunables underneath them and reads the state
- * in sysfs, checking it all now and then.
+ * in sysfs, checking it all now and then, and gives free blocks back to
+ * the system (decommitted as well in the run with page_alloc/decommit=1).
  *
  * Every live block carries its owner's (thread, block) tag in its first
  * and last 64 bytes and at the start of pages spread through it, and is
@@ -295,6 +296,9 @@ static void *tuner_fn(void *arg)
 		bad |= sysfs_set("page_alloc/drain", "1");
 		bad |= sysfs_set("page_alloc/pcp_high_order", n & 1 ? "0" : "1");
 		bad |= sysfs_set("page_alloc/pcp_batch", batch[n % 5]);
+		/* Release what is free: decommit it too where that is on. */
+		if (n % 8 == 0)
+			bad |= sysfs_set("page_alloc/shrink", "1");
 		if (bad)
 			__atomic_fetch_add(&errors, 1, __ATOMIC_RELAXED);
 		*rounds = n + 1;
@@ -364,8 +368,12 @@ static void test_stress(void)
 		free_block(&main_w, &b);
 	frees += main_w.frees;
 	fprintf(stderr, "%d threads: %lu allocations (%lu zeroed), %lu frees, "
-		"%lu handed over (%lu freed by another thread), %lu tuner rounds\n",
-		nr, allocs, zeroed, frees, handed, taken, tuner_rounds);
+		"%lu handed over (%lu freed by another thread), %lu tuner rounds, "
+		"%lld pages decommitted\n", nr, allocs, zeroed, frees, handed,
+		taken, tuner_rounds, page_alloc_stat("pages_decommitted"));
+	/* Where it is on, blocks were decommitted and opened under the load. */
+	if (sysfs_num("page_alloc/decommit") == 1)
+		CHECK(page_alloc_stat("pages_decommitted") > 0);
 
 	CHECK_EQ(__atomic_load_n(&errors, __ATOMIC_RELAXED), 0);
 	CHECK_EQ(__atomic_load_n(&alloc_failures, __ATOMIC_RELAXED), 0);
