@@ -17,6 +17,8 @@
  * glibc's shrink_heap() and jemalloc's pages_decommit() do the same when
  * the system does not overcommit.
  *
+ * A new block from above the frontier starts so too (zone_decommit_new()).
+ *
  * The unit is a chunk of 2^DECOMMIT_ORDER pages: only a released block of
  * at least that order is decommitted, and a chunk is reopened whole. So
  * every closed chunk lies inside one free buddy block of at least that
@@ -152,6 +154,29 @@ bool zone_decommit(unsigned long pfn, unsigned int order)
 	zone.closed_runs = (unsigned int)((long)zone.closed_runs + runs);
 	zone.decommitted_pages += opened << DECOMMIT_ORDER;
 	pa_stat_add(PAGES_DECOMMITTED, (long)(opened << DECOMMIT_ORDER));
+	return true;
+}
+
+/*
+ * A max-order block the frontier is about to pass, still reserved without
+ * access: with decommitting on it stays so, its chunks marked closed, and
+ * is charged a chunk at a time as it is handed out, not 4 MiB at once.
+ * A process that allocates a few objects is charged 256 KiB for them.
+ */
+bool zone_decommit_new(unsigned long pfn)
+{
+	unsigned long lo = pfn >> DECOMMIT_ORDER, hi = lo + (MAX_ORDER_NR_PAGES >> DECOMMIT_ORDER);
+	long runs;
+
+	if (!READ_ONCE(zone.decommit))
+		return false;
+	runs = (long)runs_near(lo, hi, 1) - (long)runs_near(lo, hi, -1);
+	if ((long)zone.closed_runs + runs > DECOMMIT_MAX_RUNS)
+		return false;
+	for (unsigned long c = lo; c < hi; c++)
+		chunk_set(c, true);
+	zone.closed_runs = (unsigned int)((long)zone.closed_runs + runs);
+	zone.decommitted_pages += MAX_ORDER_NR_PAGES;
 	return true;
 }
 

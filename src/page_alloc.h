@@ -32,6 +32,7 @@ bool zone_open_range(void *addr, size_t len);
 int decommit_init(void);
 int page_alloc_set_decommit(unsigned long on);
 bool zone_decommit(unsigned long pfn, unsigned int order);
+bool zone_decommit_new(unsigned long pfn);
 bool __zone_recommit(unsigned long pfn, unsigned int order);
 unsigned long decommit_check(void);
 

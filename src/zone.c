@@ -113,8 +113,10 @@ bool zone_open_block(unsigned long pfn)
 	char *block = zone.arena + (pfn << PAGE_SHIFT);
 	size_t len = MAX_ORDER_NR_PAGES << PAGE_SHIFT;
 
-	return zone_open_range(zone.pages + pfn, MAX_ORDER_NR_PAGES * sizeof(struct page)) &&
-	       zone_open_range(block, len);
+	if (!zone_open_range(zone.pages + pfn, MAX_ORDER_NR_PAGES * sizeof(struct page)))
+		return false;
+	/* Decommitting: the block's chunks are opened as they are handed out. */
+	return zone_decommit_new(pfn) || zone_open_range(block, len);
 }
 
 /* Reserve size bytes aligned to the largest block, and their page array. */
