@@ -203,28 +203,56 @@ static bool grow_frontier(void)
 	return true;
 }
 
+/* Take page, a free block of order o, for a block of order `order`. */
+static struct page *take_block(struct page *page, unsigned int o, unsigned int order)
+{
+	bool released = page->flags & PG_released;
+
+	del_from_free_list(page, o);
+	expand(page, order, o, released);
+	page->flags = released ? PG_released : 0;
+	zone.free_pages -= 1UL << order;
+	return page;
+}
+
+/*
+ * The system refused to charge a decommitted block again: memory that is
+ * still charged must be used before an allocation fails, so take the
+ * first free block whose part to hand out needs no new charge, if any (a
+ * whole 4 MiB block freed and not yet purged, say). A walk of every list,
+ * on the way to ENOMEM only.
+ */
+static struct page *__rmqueue_committed(unsigned int order)
+{
+	for (unsigned int o = order; o <= MAX_PAGE_ORDER; o++) {
+		struct list_head *pos;
+
+		list_for_each(pos, &zone.free_area[o].free_list) {
+			struct page *page = list_entry(pos, struct page, lru);
+
+			if (zone_range_committed(page_to_pfn(page), order))
+				return take_block(page, o, order);
+		}
+	}
+	return NULL;
+}
+
 static struct page *__rmqueue_smallest(unsigned int order)
 {
 	for (unsigned int o = order; o <= MAX_PAGE_ORDER; o++) {
 		struct free_area *area = &zone.free_area[o];
 		struct page *page;
-		bool released;
 
 		if (list_empty(&area->free_list) &&
 		    (o != MAX_PAGE_ORDER || !grow_frontier()))
 			continue;
-		page = list_first_entry(&area->free_list, struct page, lru);
-		released = page->flags & PG_released;
-		del_from_free_list(page, o);
-		expand(page, order, o, released);
-		page->flags = released ? PG_released : 0;
-		zone.free_pages -= 1UL << order;
+		page = take_block(list_first_entry(&area->free_list, struct page, lru),
+				  o, order);
 		/* Decommitted memory is charged again here, or not at all. */
-		if (unlikely(!zone_recommit(page_to_pfn(page), order))) {
-			__free_one_page(page, order);
-			return NULL;
-		}
-		return page;
+		if (likely(zone_recommit(page_to_pfn(page), order)))
+			return page;
+		__free_one_page(page, order);
+		return __rmqueue_committed(order);
 	}
 	return NULL;
 }

@@ -34,6 +34,7 @@ int page_alloc_set_decommit(unsigned long on);
 bool zone_decommit(unsigned long pfn, unsigned int order);
 bool zone_decommit_new(unsigned long pfn);
 bool __zone_recommit(unsigned long pfn, unsigned int order);
+bool zone_range_committed(unsigned long pfn, unsigned int order);
 unsigned long decommit_check(void);
 
 static inline bool zone_recommit(unsigned long pfn, unsigned int order)

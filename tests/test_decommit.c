@@ -310,6 +310,95 @@ static void test_recommit_refused(void)
 }
 
 /*
+ * Memory still charged is used before an allocation fails: with the data
+ * limit reached, a decommitted order-6 block cannot be opened again, but
+ * a whole 4 MiB block freed and not yet purged can serve the request.
+ * Before, the allocator took the decommitted block (the smallest order
+ * that fits), was refused, and failed with ENOMEM. In a child.
+ */
+static void committed_first(void)
+{
+	struct rlimit rl;
+	char *a, *b, *c, *d;
+
+	reset(1);
+	a = __get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER);
+	b = __get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER);
+	CHECK(a && b);
+	memset(a, 1, BLOCK);
+	memset(b, 1, BLOCK);
+	free_pages(b, MAX_PAGE_ORDER);
+	page_alloc_shrink();		/* b decommitted */
+	c = __get_free_pages(GFP_KERNEL, DECOMMIT_ORDER);
+	CHECK(c != NULL);		/* opens one chunk of b; free order-6 blocks stay closed */
+	free_pages(a, MAX_PAGE_ORDER);	/* a: whole, free, still charged */
+	CHECK(zoneinfo("pages_decommitted") >= 1L << DECOMMIT_ORDER);
+	CHECK_EQ(getrlimit(RLIMIT_DATA, &rl), 0);
+	rl.rlim_cur = (unsigned long)vm_data_kib() << 10;	/* no room for more */
+	CHECK_EQ(setrlimit(RLIMIT_DATA, &rl), 0);
+	d = __get_free_pages(GFP_KERNEL | __GFP_NOWARN, DECOMMIT_ORDER);
+	CHECK(d != NULL);
+	CHECK(d >= a && d < a + BLOCK);
+	if (d)
+		memset(d, 2, PAGE << DECOMMIT_ORDER);
+	CHECK_EQ(page_alloc_check(), 0);
+}
+
+static void test_committed_first(void)
+{
+	int status = in_child(committed_first);
+
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/*
+ * mlockall(MCL_FUTURE) locks every new mapping, the ones that replace
+ * decommitted blocks too, and reopening a locked one fills it in and
+ * locks it for good (MADV_DONTNEED refuses locked memory): rounds of
+ * blocks freed and trimmed left 270 MB locked, where the same rounds
+ * without decommitting left none. In a child; needs the right to lock.
+ */
+static void future_locked(void)
+{
+	struct rlimit inf = { RLIM_INFINITY, RLIM_INFINITY };
+	char *p[NR_BLOCKS];
+
+	reset(1);
+	get_blocks(p, 8, GFP_KERNEL);
+	for (int i = 0; i < 8; i++) {
+		memset(p[i], 1, BLOCK);
+		free_pages(p[i], MAX_PAGE_ORDER);
+	}
+	page_alloc_shrink();
+	setrlimit(RLIMIT_MEMLOCK, &inf);
+	if (mlockall(MCL_FUTURE)) {
+		fprintf(stderr, "mlockall: %s: not checked here\n", strerror(errno));
+		return;
+	}
+	for (int round = 0; round < 4; round++) {
+		get_blocks(p, 8, GFP_KERNEL);
+		for (int i = 0; i < 8; i++) {
+			memset(p[i], 2, BLOCK);
+			free_pages(p[i], MAX_PAGE_ORDER);
+		}
+		page_alloc_shrink();
+	}
+	fprintf(stderr, "after 4 rounds of 32 MiB under MCL_FUTURE: VmLck %ld kB, "
+		"VmRSS %ld kB\n", status_field("VmLck:"), status_field("VmRSS:"));
+	CHECK(status_field("VmLck:") < 8 * 1024);
+	CHECK(zoneinfo("pages_decommitted") >= 8L << MAX_PAGE_ORDER);
+	CHECK_EQ(page_alloc_check(), 0);
+	munlockall();
+}
+
+static void test_future_locked(void)
+{
+	int status = in_child(future_locked);
+
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/*
  * Every other order-6 block freed and shrunk: each is a closed run of its
  * own, a mapping. The runs stop at the cap (4096), and past it the
  * blocks are only released, so the process keeps room below
@@ -370,6 +459,8 @@ int main(void)
 	TEST(test_opens_one_chunk);
 	TEST(test_stale_free);
 	TEST(test_recommit_refused);
+	TEST(test_committed_first);
+	TEST(test_future_locked);
 	TEST(test_run_cap);
 	return test_done();
 }
