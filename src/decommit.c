@@ -129,41 +129,61 @@ int page_alloc_set_decommit(unsigned long on)
 }
 
 /*
+ * Replace [addr, addr + len) with a mapping without access, which is not
+ * charged. Under mlockall(MCL_FUTURE) the new mapping is born locked, and
+ * reopening it would fill it in and lock it for good, where the range it
+ * replaced was not locked (MADV_DONTNEED refuses locked memory): 270 MB
+ * stayed locked after rounds of 2 MiB blocks freed and trimmed, against
+ * none without decommitting. So it is unlocked at once.
+ */
+static bool decommit_range(char *addr, size_t len)
+{
+	if (mmap(addr, len, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+		return false;
+	munlock(addr, len);
+	return true;
+}
+
+static inline char *chunk_addr(unsigned long c)
+{
+	return zone.arena + (c << (DECOMMIT_ORDER + PAGE_SHIFT));
+}
+
+/* Mark [lo, hi), just closed, in the bitmap and the counts. */
+static void chunks_closed(unsigned long lo, unsigned long hi)
+{
+	long runs = (long)runs_near(lo, hi, 1) - (long)runs_near(lo, hi, -1);
+	unsigned long closed = 0;
+
+	for (unsigned long c = lo; c < hi; c++) {
+		closed += !chunk_closed(c);
+		chunk_set(c, true);
+	}
+	zone.closed_runs = (unsigned int)((long)zone.closed_runs + runs);
+	zone.decommitted_pages += closed << DECOMMIT_ORDER;
+}
+
+/*
  * After release_block() gave back a free block's pages: give back its
  * commit charge too, if decommitting is on and the block is whole chunks.
  * False leaves it released and open, which is always correct.
  */
 bool zone_decommit(unsigned long pfn, unsigned int order)
 {
-	unsigned long lo = pfn >> DECOMMIT_ORDER, hi, opened = 0;
-	char *addr = zone.arena + (pfn << PAGE_SHIFT);
-	size_t len = PAGE_SIZE << order;
-	long runs;
+	unsigned long lo = pfn >> DECOMMIT_ORDER, hi;
+	unsigned long before = zone.decommitted_pages;
 
 	if (!READ_ONCE(zone.decommit) || order < DECOMMIT_ORDER)
 		return false;
 	hi = lo + (1UL << (order - DECOMMIT_ORDER));
-	runs = (long)runs_near(lo, hi, 1) - (long)runs_near(lo, hi, -1);
-	if ((long)zone.closed_runs + runs > DECOMMIT_MAX_RUNS)
+	if ((long)zone.closed_runs + (long)runs_near(lo, hi, 1) -
+	    (long)runs_near(lo, hi, -1) > DECOMMIT_MAX_RUNS)
 		return false;
-	if (mmap(addr, len, PROT_NONE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+	if (!decommit_range(chunk_addr(lo), PAGE_SIZE << order))
 		return false;
-	/*
-	 * Under mlockall(MCL_FUTURE) the new mapping is born locked, and
-	 * reopening it would fill it in and lock it for good, where the
-	 * range it replaced was not locked (MADV_DONTNEED refuses locked
-	 * memory): 270 MB stayed locked after rounds of 2 MiB blocks freed
-	 * and trimmed, against none without decommitting.
-	 */
-	munlock(addr, len);
-	for (unsigned long c = lo; c < hi; c++) {
-		opened += !chunk_closed(c);
-		chunk_set(c, true);
-	}
-	zone.closed_runs = (unsigned int)((long)zone.closed_runs + runs);
-	zone.decommitted_pages += opened << DECOMMIT_ORDER;
-	pa_stat_add(PAGES_DECOMMITTED, (long)(opened << DECOMMIT_ORDER));
+	chunks_closed(lo, hi);
+	pa_stat_add(PAGES_DECOMMITTED, (long)(zone.decommitted_pages - before));
 	return true;
 }
 
@@ -190,10 +210,31 @@ bool zone_decommit_new(unsigned long pfn)
 	return true;
 }
 
-/* Open the closed chunks among [lo, hi); false if the system refuses. */
+/* Close again the chunks lo + i for each bit i of mask, run by run. */
+static void reclose_chunks(unsigned long lo, unsigned long mask)
+{
+	while (mask) {
+		unsigned long a = (unsigned long)__builtin_ctzl(mask), b = a;
+
+		while (b < BITS && (mask >> b) & 1)
+			b++;
+		if (decommit_range(chunk_addr(lo + a), (b - a) << (DECOMMIT_ORDER + PAGE_SHIFT)))
+			chunks_closed(lo + a, lo + b);
+		mask &= b < BITS ? ~((1UL << b) - 1) : 0;
+	}
+}
+
+/*
+ * Open the closed chunks among [lo, hi) (at most a max-order block's 16);
+ * false if the system refuses. A refused allocation leaves the charge as
+ * it was: what this call opened is closed again, and so is the run that
+ * failed, which mprotect() may have opened in part. Left open, those
+ * chunks stayed charged inside a free block that counts as released,
+ * which no purge or trim looks at again.
+ */
 static bool open_chunks(unsigned long lo, unsigned long hi)
 {
-	unsigned long c = lo;
+	unsigned long c = lo, opened = 0;	/* bit i: chunk lo + i, by this call */
 
 	while (c < hi) {
 		unsigned long end;
@@ -206,17 +247,40 @@ static bool open_chunks(unsigned long lo, unsigned long hi)
 		for (end = c + 1; end < hi && chunk_closed(end); end++)
 			;
 		before = (long)runs_near(c, end, -1);
-		if (!zone_open_range(zone.arena + (c << (DECOMMIT_ORDER + PAGE_SHIFT)),
-				     (end - c) << (DECOMMIT_ORDER + PAGE_SHIFT)))
+		if (!zone_open_range(chunk_addr(c), (end - c) << (DECOMMIT_ORDER + PAGE_SHIFT))) {
+			decommit_range(chunk_addr(c), (end - c) << (DECOMMIT_ORDER + PAGE_SHIFT));
+			reclose_chunks(lo, opened);
 			return false;
+		}
 		zone.closed_runs = (unsigned int)((long)zone.closed_runs - before +
 						  (long)runs_near(c, end, 0));
-		for (unsigned long i = c; i < end; i++)
+		for (unsigned long i = c; i < end; i++) {
 			chunk_set(i, false);
+			opened |= 1UL << (i - lo);
+		}
 		zone.decommitted_pages -= (end - c) << DECOMMIT_ORDER;
 		c = end;
 	}
 	return true;
+}
+
+/*
+ * For page_alloc_shrink(): decommit a released free block that still has
+ * open chunks (opened for a refill that was drained unused, or released
+ * while decommitting was off), which purging, walking backed blocks only,
+ * never looks at again.
+ */
+void zone_decommit_released(unsigned long pfn, unsigned int order)
+{
+	unsigned long lo = pfn >> DECOMMIT_ORDER;
+
+	if (!READ_ONCE(zone.decommit) || order < DECOMMIT_ORDER)
+		return;
+	for (unsigned long c = lo; c < lo + (1UL << (order - DECOMMIT_ORDER)); c++)
+		if (!chunk_closed(c)) {
+			zone_decommit(pfn, order);
+			return;
+		}
 }
 
 /* Whether handing out the block of 2^order pages at pfn needs no new charge. */

@@ -617,8 +617,16 @@ unsigned long page_alloc_shrink(void)
 	zone_lock();
 	for (int o = MAX_PAGE_ORDER; o >= 0; o--) {
 		unsigned int budget = UINT_MAX;
+		struct page *page;
 
 		released += release_old_blocks((unsigned int)o, 0, &budget);
+		/* Released blocks whose memory is still charged in part. */
+		page = zone.free_area[o].released_first;
+		while (page && o >= DECOMMIT_ORDER && READ_ONCE(zone.decommit)) {
+			zone_decommit_released(page_to_pfn(page), (unsigned int)o);
+			page = page->lru.next == &zone.free_area[o].free_list ? NULL :
+			       list_entry(page->lru.next, struct page, lru);
+		}
 	}
 	zone_unlock();
 	return released;

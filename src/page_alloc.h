@@ -33,6 +33,7 @@ int decommit_init(void);
 int page_alloc_set_decommit(unsigned long on);
 bool zone_decommit(unsigned long pfn, unsigned int order);
 bool zone_decommit_new(unsigned long pfn);
+void zone_decommit_released(unsigned long pfn, unsigned int order);
 bool __zone_recommit(unsigned long pfn, unsigned int order);
 bool zone_range_committed(unsigned long pfn, unsigned int order);
 unsigned long decommit_check(void);

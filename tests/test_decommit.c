@@ -352,6 +352,62 @@ static void test_committed_first(void)
 }
 
 /*
+ * A refused allocation leaves the charge as it was, and a trim takes back
+ * what a released block still has open. The block: released, chunk 1
+ * open (released while decommitting was off), the rest closed. Under a
+ * limit with room for one chunk, an order-10 request opens chunk 0 and is
+ * refused on chunks 2-15. Before, chunk 0 stayed open and charged, inside
+ * a block that counted as released, which no purge or trim looked at.
+ */
+static void refusal_keeps_charge(void)
+{
+	char *a, *x, *y, *b;
+	long long closed;
+	long data;
+	struct rlimit rl;
+
+	reset(1);
+	a = __get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER);
+	CHECK(a != NULL && __get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER) != NULL);
+	memset(a, 1, BLOCK);
+	free_pages(a, MAX_PAGE_ORDER);
+	page_alloc_shrink();
+	x = __get_free_pages(GFP_KERNEL, DECOMMIT_ORDER);
+	y = __get_free_pages(GFP_KERNEL, DECOMMIT_ORDER);
+	CHECK(x == a && y == a + (PAGE << DECOMMIT_ORDER));
+	free_pages(x, DECOMMIT_ORDER);
+	page_alloc_shrink();			/* chunk 0 closed again */
+	CHECK_EQ(sysfs_set("page_alloc/decommit", "0"), 0);
+	free_pages(y, DECOMMIT_ORDER);		/* merged, released, chunk 1 open */
+	CHECK_EQ(sysfs_set("page_alloc/decommit", "1"), 0);
+	closed = zoneinfo("pages_decommitted");
+	data = vm_data_kib();
+	CHECK_EQ(getrlimit(RLIMIT_DATA, &rl), 0);
+	rl.rlim_cur = ((unsigned long)data << 10) + (300 << 10);
+	CHECK_EQ(setrlimit(RLIMIT_DATA, &rl), 0);
+	b = __get_free_pages(GFP_KERNEL | __GFP_NOWARN, MAX_PAGE_ORDER);
+	CHECK(b == NULL);
+	fprintf(stderr, "refused: %lld pages decommitted before, %lld after; "
+		"VmData %ld kB before, %ld after\n", closed,
+		zoneinfo("pages_decommitted"), data, vm_data_kib());
+	CHECK_EQ(zoneinfo("pages_decommitted"), closed);
+	CHECK(vm_data_kib() <= data);
+	CHECK_EQ(page_alloc_check(), 0);
+	rl.rlim_cur = rl.rlim_max;
+	CHECK_EQ(setrlimit(RLIMIT_DATA, &rl), 0);
+	page_alloc_shrink();			/* chunk 1's charge goes too */
+	CHECK_EQ(zoneinfo("pages_decommitted"), closed + (1 << DECOMMIT_ORDER));
+	CHECK_EQ(page_alloc_check(), 0);
+}
+
+static void test_refusal_keeps_charge(void)
+{
+	int status = in_child(refusal_keeps_charge);
+
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/*
  * mlockall(MCL_FUTURE) locks every new mapping, the ones that replace
  * decommitted blocks too, and reopening a locked one fills it in and
  * locks it for good (MADV_DONTNEED refuses locked memory): rounds of
@@ -455,6 +511,8 @@ int main(void)
 {
 	test_cpus_init();
 	TEST(test_knob);
+	/* First: it needs the block it frees to be the first of its order. */
+	TEST(test_refusal_keeps_charge);
 	TEST(test_gives_back_commit);
 	TEST(test_opens_one_chunk);
 	TEST(test_stale_free);
