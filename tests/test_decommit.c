@@ -159,6 +159,14 @@ static void test_gives_back_commit(void)
 	perms_at(p[0], perms);
 	CHECK_EQ(strcmp(perms, "rw-p"), 0);
 	CHECK_EQ(page_alloc_check(), 0);
+
+	/* On again: the next shrink decommits what was released meanwhile. */
+	CHECK_EQ(sysfs_set("page_alloc/decommit", "1"), 0);
+	page_alloc_shrink();
+	CHECK(vm_data_kib() <= before + 4 * 1024);
+	perms_at(p[0], perms);
+	CHECK_EQ(strcmp(perms, "---p"), 0);
+	CHECK_EQ(page_alloc_check(), 0);
 }
 
 /*
