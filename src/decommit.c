@@ -164,6 +164,13 @@ static void chunks_closed(unsigned long lo, unsigned long hi)
 	zone.decommitted_pages += closed << DECOMMIT_ORDER;
 }
 
+/* Whether closing [lo, hi) keeps the runs of closed chunks within the cap. */
+static bool runs_allow(unsigned long lo, unsigned long hi)
+{
+	return (long)zone.closed_runs + (long)runs_near(lo, hi, 1) -
+	       (long)runs_near(lo, hi, -1) <= DECOMMIT_MAX_RUNS;
+}
+
 /*
  * After release_block() gave back a free block's pages: give back its
  * commit charge too, if decommitting is on and the block is whole chunks.
@@ -177,10 +184,7 @@ bool zone_decommit(unsigned long pfn, unsigned int order)
 	if (!READ_ONCE(zone.decommit) || order < DECOMMIT_ORDER)
 		return false;
 	hi = lo + (1UL << (order - DECOMMIT_ORDER));
-	if ((long)zone.closed_runs + (long)runs_near(lo, hi, 1) -
-	    (long)runs_near(lo, hi, -1) > DECOMMIT_MAX_RUNS)
-		return false;
-	if (!decommit_range(chunk_addr(lo), PAGE_SIZE << order))
+	if (!runs_allow(lo, hi) || !decommit_range(chunk_addr(lo), PAGE_SIZE << order))
 		return false;
 	chunks_closed(lo, hi);
 	pa_stat_add(PAGES_DECOMMITTED, (long)(zone.decommitted_pages - before));
@@ -196,17 +200,10 @@ bool zone_decommit(unsigned long pfn, unsigned int order)
 bool zone_decommit_new(unsigned long pfn)
 {
 	unsigned long lo = pfn >> DECOMMIT_ORDER, hi = lo + (MAX_ORDER_NR_PAGES >> DECOMMIT_ORDER);
-	long runs;
 
-	if (!READ_ONCE(zone.decommit))
+	if (!READ_ONCE(zone.decommit) || !runs_allow(lo, hi))
 		return false;
-	runs = (long)runs_near(lo, hi, 1) - (long)runs_near(lo, hi, -1);
-	if ((long)zone.closed_runs + runs > DECOMMIT_MAX_RUNS)
-		return false;
-	for (unsigned long c = lo; c < hi; c++)
-		chunk_set(c, true);
-	zone.closed_runs = (unsigned int)((long)zone.closed_runs + runs);
-	zone.decommitted_pages += MAX_ORDER_NR_PAGES;
+	chunks_closed(lo, hi);
 	return true;
 }
 
