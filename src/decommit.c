@@ -265,7 +265,9 @@ static bool open_chunks(unsigned long lo, unsigned long hi)
  * For page_alloc_shrink(): decommit a released free block that still has
  * open chunks (opened for a refill that was drained unused, or released
  * while decommitting was off), which purging, walking backed blocks only,
- * never looks at again.
+ * never looks at again. Not if mlockall(MCL_CURRENT) has filled it in and
+ * locked it since: MADV_DONTNEED refuses locked memory, as in
+ * release_block(), and the program asked to keep it.
  */
 void zone_decommit_released(unsigned long pfn, unsigned int order)
 {
@@ -275,7 +277,9 @@ void zone_decommit_released(unsigned long pfn, unsigned int order)
 		return;
 	for (unsigned long c = lo; c < lo + (1UL << (order - DECOMMIT_ORDER)); c++)
 		if (!chunk_closed(c)) {
-			zone_decommit(pfn, order);
+			if (!madvise(zone.arena + (pfn << PAGE_SHIFT), PAGE_SIZE << order,
+				     MADV_DONTNEED))
+				zone_decommit(pfn, order);
 			return;
 		}
 }

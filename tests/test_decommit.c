@@ -463,6 +463,53 @@ static void test_future_locked(void)
 }
 
 /*
+ * A trim takes back what released blocks still have open, but not what
+ * mlockall(MCL_CURRENT) has since filled in and locked: the program asked
+ * to keep it, and releasing refuses locked memory for the same reason.
+ * Before, the trim replaced such a block and its 4 MiB went. In a child.
+ */
+static void trim_keeps_locked(void)
+{
+	struct rlimit inf = { RLIM_INFINITY, RLIM_INFINITY };
+	unsigned char vec[1 << MAX_PAGE_ORDER];
+	int resident = 0;
+	long locked;
+	char *a;
+
+	reset(0);
+	a = __get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER);
+	CHECK(a != NULL && __get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER - 1) != NULL);
+	memset(a, 1, BLOCK);
+	free_pages(a, MAX_PAGE_ORDER);
+	page_alloc_shrink();			/* released, open */
+	setrlimit(RLIMIT_MEMLOCK, &inf);
+	if (mlockall(MCL_CURRENT)) {
+		fprintf(stderr, "mlockall: %s: not checked here\n", strerror(errno));
+		return;
+	}
+	locked = status_field("VmLck:");
+	CHECK_EQ(sysfs_set("page_alloc/decommit", "1"), 0);
+	page_alloc_shrink();
+	CHECK_EQ(mincore(a, BLOCK, vec), 0);
+	for (size_t i = 0; i < sizeof(vec); i++)
+		resident += vec[i] & 1;
+	fprintf(stderr, "locked block after a trim: %d of 1024 pages resident, "
+		"VmLck %ld kB before, %ld after\n", resident, locked,
+		status_field("VmLck:"));
+	CHECK_EQ(resident, 1 << MAX_PAGE_ORDER);
+	CHECK(status_field("VmLck:") >= locked);
+	CHECK_EQ(page_alloc_check(), 0);
+	munlockall();
+}
+
+static void test_trim_keeps_locked(void)
+{
+	int status = in_child(trim_keeps_locked);
+
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/*
  * Every other order-6 block freed and shrunk: each is a closed run of its
  * own, a mapping. The runs stop at the cap (4096), and past it the
  * blocks are only released, so the process keeps room below
@@ -527,6 +574,7 @@ int main(void)
 	TEST(test_recommit_refused);
 	TEST(test_committed_first);
 	TEST(test_future_locked);
+	TEST(test_trim_keeps_locked);
 	TEST(test_run_cap);
 	return test_done();
 }
