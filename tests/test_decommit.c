@@ -488,6 +488,10 @@ static void trim_keeps_locked(void)
 		return;
 	}
 	locked = status_field("VmLck:");
+	if (locked <= 0) {	/* ASan's mlockall() does nothing */
+		fprintf(stderr, "mlockall locked nothing: not checked here\n");
+		return;
+	}
 	CHECK_EQ(sysfs_set("page_alloc/decommit", "1"), 0);
 	page_alloc_shrink();
 	CHECK_EQ(mincore(a, BLOCK, vec), 0);
