@@ -16,12 +16,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <getopt.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +38,7 @@ unsigned int ncpu;
 struct sample results[NR_WL][MAX_ROWS][MAX_COLS][MAX_REPS];
 char loadavg[2][64];
 double run_secs;
+struct run_machine machine;
 
 static char malloc_exe[PATH_MAX];	/* bench_suite_malloc */
 static char self_exe[PATH_MAX];		/* bench_suite, for messages */
@@ -482,6 +485,17 @@ static void json_get(const char *json, const char *key, char *buf, size_t size)
 	snprintf(buf, size, "%.*s", (int)strcspn(p, "\",}"), p);
 }
 
+static void this_machine(void)
+{
+	struct utsname u;
+
+	machine.nproc = ncpu;
+	cpu_model(machine.model, sizeof(machine.model));
+	uname(&u);
+	snprintf(machine.kernel, sizeof(machine.kernel), "%s", u.release);
+	snprintf(machine.glibc, sizeof(machine.glibc), "%s", gnu_get_libc_version());
+}
+
 /* -I: how the run was made, from its suite.json, for the report's header. */
 static void read_run_info(const char *path)
 {
@@ -493,6 +507,11 @@ static void read_run_info(const char *path)
 	if (f)
 		fclose(f);
 	json[n] = '\0';
+	json_get(json, "\"nproc\"", v, sizeof(v));
+	machine.nproc = (unsigned int)strtoul(v, NULL, 10);
+	json_get(json, "\"cpu_model\"", machine.model, sizeof(machine.model));
+	json_get(json, "\"kernel\"", machine.kernel, sizeof(machine.kernel));
+	json_get(json, "\"glibc\"", machine.glibc, sizeof(machine.glibc));
 	json_get(json, "\"loadavg_before\"", loadavg[0], sizeof(loadavg[0]));
 	json_get(json, "\"loadavg_after\"", loadavg[1], sizeof(loadavg[1]));
 	json_get(json, "\"duration_s\"", v, sizeof(v));
@@ -524,6 +543,7 @@ int main(int argc, char **argv)
 		outpath_in(path, sizeof(path), opt.input, "suite.json");
 		read_run_info(path);
 	} else {
+		this_machine();
 		read_loadavg(loadavg[0], sizeof(loadavg[0]));
 		run_all();
 		read_loadavg(loadavg[1], sizeof(loadavg[1]));

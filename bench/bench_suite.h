@@ -122,6 +122,13 @@ extern struct sample results[NR_WL][MAX_ROWS][MAX_COLS][MAX_REPS];
 extern char loadavg[2][64];
 extern double run_secs;
 
+/* The machine the run was made on: this one, or (-I) the one suite.json names. */
+struct run_machine {
+	unsigned int nproc;
+	char model[128], kernel[128], glibc[32];
+};
+extern struct run_machine machine;
+
 /* bench_suite_report.c */
 bool runs_on(unsigned int w, unsigned int r, unsigned int c);
 void print_report(FILE *f);

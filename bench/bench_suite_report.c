@@ -10,11 +10,9 @@
  * seeds' comparisons and a summary; the raw numbers as JSON and CSV.
  */
 #define _GNU_SOURCE
-#include <gnu/libc-version.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "bench_suite.h"
@@ -412,13 +410,11 @@ static void summary(FILE *f)
 
 static void header(FILE *f)
 {
-	char model[128];
-	struct utsname u;
-
-	cpu_model(model, sizeof(model));
-	uname(&u);
-	fprintf(f, "bench_suite: %u CPUs (%s), Linux %s, glibc %s\n", ncpu, model,
-		u.release, gnu_get_libc_version());
+	if (machine.nproc)
+		fprintf(f, "bench_suite: %u CPUs (%s), Linux %s, glibc %s\n", machine.nproc,
+			machine.model, machine.kernel, machine.glibc);
+	else
+		fprintf(f, "bench_suite: machine unknown (no suite.json beside suite.csv)\n");
 	fprintf(f, "%u repetitions x %.2f s per point (hackbench: %u loops), %.0f s "
 		"in all; /proc/loadavg before: %s; after: %s\n", opt.reps, opt.duration,
 		opt.loops, run_secs, loadavg[0], loadavg[1]);
@@ -620,23 +616,19 @@ static void json_cell(FILE *f, unsigned int w, unsigned int r, unsigned int c)
 void write_json(const char *path)
 {
 	FILE *f = fopen(path, "w");
-	char model[128];
-	struct utsname u;
 	bool first = true;
 
 	if (!f) {
 		perror(path);
 		return;
 	}
-	cpu_model(model, sizeof(model));
-	uname(&u);
 	fprintf(f, "{\n  \"benchmark\": \"bench_suite\",\n  \"machine\": {\"nproc\": %u, "
-		"\"cpu_model\": ", ncpu);
-	json_str(f, model);
+		"\"cpu_model\": ", machine.nproc);
+	json_str(f, machine.model);
 	fprintf(f, ", \"kernel\": ");
-	json_str(f, u.release);
+	json_str(f, machine.kernel);
 	fprintf(f, ", \"glibc\": ");
-	json_str(f, gnu_get_libc_version());
+	json_str(f, machine.glibc);
 	fprintf(f, ", \"loadavg_before\": ");
 	json_str(f, loadavg[0]);
 	fprintf(f, ", \"loadavg_after\": ");

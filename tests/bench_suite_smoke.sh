@@ -44,6 +44,14 @@ PY
 sed -n '/^== rr/,$p' "$out/suite.txt" >"$out/tables"
 sed -n '/^== rr/,$p' "$out/again/suite.txt" | cmp -s - "$out/tables" ||
 	{ echo "-I: the tables differ"; exit 1; }
+# ... under the header of the machine the run was made on, not this one.
+mkdir -p "$out/other"
+cp "$out/suite.csv" "$out/other/"
+sed 's/"nproc": [0-9]*, "cpu_model": "[^"]*"/"nproc": 99, "cpu_model": "Made-up CPU"/' \
+	"$out/suite.json" >"$out/other/suite.json"
+"$suite" -I "$out/other" -o "$out/other/out" -P none >/dev/null
+grep -q '^bench_suite: 99 CPUs (Made-up CPU), Linux ' "$out/other/out/suite.txt" ||
+	{ echo "-I: not the run's machine:"; head -1 "$out/other/out/suite.txt"; exit 1; }
 # The statistics, on numbers made up for it: Hmean per cell, the change
 # against the first column, '*' where Welch's t-test puts it outside the
 # noise. a: 100 x 3; b: 200 x 3 (no spread: significant); c: 100, 300,
