@@ -201,6 +201,7 @@ static void ws_init(void)
 
 const char *const stat_name[NR_STATS] = {
 	"alloc_fastpath", "alloc_slowpath", "free_fastpath", "free_slowpath",
+	"lock_waits", "lock_sleeps",
 };
 
 /* Clear (stat == NULL) or read the counters of a's cache; libslub only. */
@@ -213,7 +214,11 @@ void slub_stats(enum alloc_id a, unsigned long long *stat)
 	if (a >= NR_LIBSLUB)
 		return;
 	for (unsigned int i = 0; i < NR_STATS; i++) {
-		snprintf(path, sizeof(path), "slab/%s/%s", slub_cache[a], stat_name[i]);
+		if (i >= ST_LOCK_WAITS)
+			snprintf(path, sizeof(path), "cpu/%s", stat_name[i]);
+		else
+			snprintf(path, sizeof(path), "slab/%s/%s", slub_cache[a],
+				 stat_name[i]);
 		if (!stat) {
 			r = slub_sysfs_write(path, "0");
 			if (r)

@@ -51,8 +51,13 @@ enum workload_id {
 	NR_WORKLOADS
 };
 
-/* The SLUB counters read around each libslub measurement. */
-enum { ST_ALLOC_FAST, ST_ALLOC_SLOW, ST_FREE_FAST, ST_FREE_SLOW, NR_STATS };
+/*
+ * The SLUB counters read around each libslub measurement: the cache's,
+ * then the process's lock waits (every slub_lock: list_lock, the barn,
+ * zone->lock), which say whether the cache's shared state is contended.
+ */
+enum { ST_ALLOC_FAST, ST_ALLOC_SLOW, ST_FREE_FAST, ST_FREE_SLOW, ST_LOCK_WAITS,
+       ST_LOCK_SLEEPS, NR_STATS };
 
 struct sample {
 	double secs;			/* the timed part */

@@ -90,6 +90,18 @@ static double fast_pct(const struct result *r, int fast, int slow)
 	return f + s ? 100.0 * (double)f / (double)(f + s) : -1;
 }
 
+/* Lock waits (k: ST_LOCK_WAITS or _SLEEPS) per 1,000 operations, all repetitions. */
+static double per_kop(const struct result *r, int k)
+{
+	unsigned long long n = 0, ops = 0;
+
+	for (unsigned int i = 0; i < opt.reps; i++) {
+		n += r->s[i].stat[k];
+		ops += r->s[i].ops;
+	}
+	return ops ? 1e3 * (double)n / (double)ops : 0;
+}
+
 static bool col_on(unsigned int a)
 {
 	for (unsigned int w = 0; w < NR_WORKLOADS; w++)
@@ -163,6 +175,38 @@ static void print_prodcons(void)
 	}
 }
 
+/*
+ * Lock waits per 1,000 operations (and of them, waits that slept on the
+ * futex): how contended the cache's shared state (barn, list_lock) was.
+ */
+static void print_lock_waits(const unsigned int *cols, unsigned int nr)
+{
+	printf("\nlibslub lock waits per 1,000 operations, timed parts (slept)\n%-11s", "");
+	for (unsigned int i = 0; i < nr; i++)
+		if (col_on(cols[i]))
+			printf(" %15s", alloc_name[cols[i]]);
+	printf("\n");
+	for (unsigned int w = 0; w < NR_WORKLOADS; w++) {
+		if (!opt.wl_on[w])
+			continue;
+		printf("%-11s", wl_name[w]);
+		for (unsigned int i = 0; i < nr; i++) {
+			const struct result *r = &results[w][cols[i]];
+			char cell[40];
+
+			if (!col_on(cols[i]))
+				continue;
+			if (r->ran)
+				snprintf(cell, sizeof(cell), "%.3f (%.3f)",
+					 per_kop(r, ST_LOCK_WAITS), per_kop(r, ST_LOCK_SLEEPS));
+			else
+				snprintf(cell, sizeof(cell), "-");
+			printf(" %15s", cell);
+		}
+		printf("\n");
+	}
+}
+
 static void print_counters(void)
 {
 	static const unsigned int cols[] = { A_KMEM, A_KMALLOC, A_KMEM_FB, A_KMALLOC_FB };
@@ -193,6 +237,7 @@ static void print_counters(void)
 		}
 		printf("\n");
 	}
+	print_lock_waits(cols, 4);
 }
 
 static const char *mimalloc_version(void)

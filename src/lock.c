@@ -32,8 +32,11 @@ void slub_unlock_wake(struct slub_lock *l)
 	syscall(SYS_futex, &l->val, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+unsigned long slub_lock_waits, slub_lock_sleeps;
+
 void slub_lock_slow(struct slub_lock *l)
 {
+	__atomic_fetch_add(&slub_lock_waits, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < SLUB_LOCK_SPINS; i++) {
 		cpu_relax();
 		if (__atomic_load_n(&l->val, __ATOMIC_RELAXED) == 0 &&
@@ -45,6 +48,8 @@ void slub_lock_slow(struct slub_lock *l)
 	 * the 2 and wakes us; whoever wins the exchange owns the lock (and,
 	 * having set 2, will wake the next sleeper on its own unlock).
 	 */
-	while (__atomic_exchange_n(&l->val, 2, __ATOMIC_ACQUIRE) != 0)
+	while (__atomic_exchange_n(&l->val, 2, __ATOMIC_ACQUIRE) != 0) {
+		__atomic_fetch_add(&slub_lock_sleeps, 1, __ATOMIC_RELAXED);
 		futex_wait(&l->val, 2);
+	}
 }

@@ -27,6 +27,15 @@ struct slub_lock {
 #define SLUB_LOCK_INIT	{ 0 }
 
 void slub_lock_slow(struct slub_lock *l);
+
+/*
+ * Process-wide, every slub_lock: acquisitions that found the lock held
+ * (lock_waits) and waits on its futex (lock_sleeps); cpu/lock_waits and
+ * cpu/lock_sleeps. Counted in the slow path only, so an uncontended lock
+ * costs nothing more. Many sleeps per wait on a short critical section
+ * mean the lock convoys: every release then makes a system call.
+ */
+extern unsigned long slub_lock_waits, slub_lock_sleeps;
 void slub_unlock_wake(struct slub_lock *l);
 
 static inline void slub_lock_init(struct slub_lock *l)

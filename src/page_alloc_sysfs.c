@@ -215,10 +215,14 @@ static void percpu_mode_show(struct seq_buf *s, void *obj, long arg)
 	seq_printf(s, "%s\n", percpu_state.why);
 }
 
-/* The counters under cpu/: arg 0 is rseq_restarts, 1 percpu_membarriers. */
+/* The counters under cpu/, by arg. */
+static unsigned long *const cpu_counters[] = {
+	&rseq_restarts, &percpu_membarriers, &slub_lock_waits, &slub_lock_sleeps,
+};
+
 static unsigned long *cpu_counter(long arg)
 {
-	return arg ? &percpu_membarriers : &rseq_restarts;
+	return cpu_counters[arg];
 }
 
 static void cpu_counter_show(struct seq_buf *s, void *obj, long arg)
@@ -252,6 +256,8 @@ static const struct slub_attr cpu_attrs[] = {
 	{ "percpu_mode", percpu_mode_show, NULL, 0 },
 	{ "rseq_restarts", cpu_counter_show, cpu_counter_store, 0 },
 	{ "membarriers", cpu_counter_show, cpu_counter_store, 1 },
+	{ "lock_waits", cpu_counter_show, cpu_counter_store, 2 },
+	{ "lock_sleeps", cpu_counter_show, cpu_counter_store, 3 },
 };
 
 static struct sysfs_dir cpu_dir = {

@@ -208,6 +208,8 @@ struct si_snap {
 	unsigned int nr_cpus;		/* cpu/nr_cpu_ids */
 	unsigned long rseq_restarts;	/* cpu/rseq_restarts */
 	unsigned long membarriers;	/* cpu/membarriers: IPIs to stop a CPU */
+	unsigned long lock_waits;	/* cpu/lock_waits: a lock found held */
+	unsigned long lock_sleeps;	/* cpu/lock_sleeps: futex waits for one */
 	/* page_alloc/ */
 	unsigned long buddy[NR_PAGE_ORDERS];
 	unsigned long zone[SI_NR_ZONE];

@@ -76,8 +76,9 @@ __attribute__((destructor)) static void slabinfo_exit_report(void)
 	if (m) {
 		fprintf(m, "libslub: SLUB_STATS report for %s\n", slub_comm());
 		fprintf(m, "pid %ld, %s, preset %s; %lu rseq restarts, %lu "
-			"membarrier IPIs\n\n", snap.pid, snap.percpu_mode, snap.preset,
-			snap.rseq_restarts, snap.membarriers);
+			"membarrier IPIs, %lu lock waits (%lu slept)\n\n", snap.pid,
+			snap.percpu_mode, snap.preset, snap.rseq_restarts,
+			snap.membarriers, snap.lock_waits, snap.lock_sleeps);
 		si_show(m, &snap, NULL, &o);
 		fputc('\n', m);
 		si_show_pages_summary(m, &snap);

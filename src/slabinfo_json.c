@@ -94,8 +94,9 @@ void si_show_json(FILE *f, const struct si_snap *snap, const struct si_opts *o)
 	json_string(f, snap->percpu_mode);
 	fprintf(f, ", \"preset\": ");
 	json_string(f, snap->preset);
-	fprintf(f, ", \"rseq_restarts\": %lu, \"membarriers\": %lu",
-		snap->rseq_restarts, snap->membarriers);
+	fprintf(f, ", \"rseq_restarts\": %lu, \"membarriers\": %lu, \"lock_waits\": %lu, "
+		"\"lock_sleeps\": %lu", snap->rseq_restarts, snap->membarriers,
+		snap->lock_waits, snap->lock_sleeps);
 	fprintf(f, "},\n  \"caches\": [");
 	for (int i = 0; i < n; i++) {
 		fprintf(f, "%s\n", i ? "," : "");

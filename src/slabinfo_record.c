@@ -6,7 +6,7 @@
  *
  *   slabinfo-record 1
  *   process pid=<n> comm=<s> nr_cpu_ids=<n> percpu_mode=<s> preset=<s>
- *           rseq_restarts=<n> membarriers=<n>
+ *           rseq_restarts=<n> membarriers=<n> lock_waits=<n> lock_sleeps=<n>
  *   cache name=<s> object_size=<n> ... list_lock=<n>        (one per cache)
  *   page_alloc buddyinfo=<n>,...,<n> pages_total=<n> ... high_order=<n>
  *   page_counters pcp_count=<total>,<C0>,<C1>... ... bad_free=<total>,...
@@ -106,8 +106,9 @@ void si_record_write(FILE *f, const struct si_snap *snap)
 	fprintf(f, " nr_cpu_ids=%u", snap->nr_cpus);
 	put_str(f, "percpu_mode", snap->percpu_mode);
 	put_str(f, "preset", snap->preset);
-	fprintf(f, " rseq_restarts=%lu membarriers=%lu\n", snap->rseq_restarts,
-		snap->membarriers);
+	fprintf(f, " rseq_restarts=%lu membarriers=%lu lock_waits=%lu lock_sleeps=%lu\n",
+		snap->rseq_restarts, snap->membarriers, snap->lock_waits,
+		snap->lock_sleeps);
 	for (unsigned int i = 0; i < snap->nr; i++) {
 		const struct si_cache *c = &snap->caches[i];
 
@@ -199,6 +200,10 @@ static int process_kv(struct si_snap *snap, const char *key, char *val)
 		return parse_num(val, &snap->rseq_restarts) ? -EINVAL : 0;
 	} else if (!strcmp(key, "membarriers")) {
 		return parse_num(val, &snap->membarriers) ? -EINVAL : 0;
+	} else if (!strcmp(key, "lock_waits")) {
+		return parse_num(val, &snap->lock_waits) ? -EINVAL : 0;
+	} else if (!strcmp(key, "lock_sleeps")) {
+		return parse_num(val, &snap->lock_sleeps) ? -EINVAL : 0;
 	} else if (!strcmp(key, "comm")) {
 		return parse_str(val, snap->comm, sizeof(snap->comm));
 	} else if (!strcmp(key, "percpu_mode")) {

@@ -332,6 +332,10 @@ static int collect_process(const struct slabinfo_source *src, struct si_snap *sn
 		ret = read_num(src, "cpu/rseq_restarts", &snap->rseq_restarts);
 	if (!ret)
 		ret = read_num(src, "cpu/membarriers", &snap->membarriers);
+	if (!ret)
+		ret = read_num(src, "cpu/lock_waits", &snap->lock_waits);
+	if (!ret)
+		ret = read_num(src, "cpu/lock_sleeps", &snap->lock_sleeps);
 	return ret;
 }
 

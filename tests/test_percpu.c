@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "helpers.h"
+#include "lock.h"
 #include "page.h"
 #include "percpu.h"
 #include "test.h"
@@ -311,6 +312,52 @@ static void test_lock(void)
 	CHECK(percpu_trylock(h_ctl, 0));
 	percpu_unlock(h_ctl, 0);
 	percpu_free(h_ctl, sizeof(struct percpu_ctl));
+}
+
+/*
+ * cpu/lock_waits and cpu/lock_sleeps: a lock held while another thread
+ * asks for it counts one wait and, held past the spin, at least one
+ * sleep; an uncontended lock and unlock count nothing. Other threads of
+ * the library take no lock meanwhile (none runs), so the counts are
+ * exact to the lower bound.
+ */
+static struct slub_lock contended_lock = SLUB_LOCK_INIT;
+static int contended_got;
+
+static void *contended_locker(void *arg)
+{
+	(void)arg;
+	slub_lock(&contended_lock);
+	__atomic_store_n(&contended_got, 1, __ATOMIC_RELEASE);
+	slub_unlock(&contended_lock);
+	return NULL;
+}
+
+static void test_lock_counters(void)
+{
+	pthread_t t;
+	long long waits, sleeps;
+
+	CHECK_EQ(slub_sysfs_write("cpu/lock_waits", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("cpu/lock_sleeps", "0"), 0);
+	CHECK_EQ(slub_sysfs_write("cpu/lock_waits", "5"), -EINVAL);
+	slub_lock(&contended_lock);
+	slub_unlock(&contended_lock);
+	CHECK_EQ(sysfs_num("cpu/lock_waits"), 0);
+	CHECK_EQ(sysfs_num("cpu/lock_sleeps"), 0);
+
+	slub_lock(&contended_lock);
+	CHECK_EQ(pthread_create(&t, NULL, contended_locker, NULL), 0);
+	/* Far past the waiter's spin: it sleeps on the futex. */
+	usleep(100000);
+	CHECK_EQ(__atomic_load_n(&contended_got, __ATOMIC_ACQUIRE), 0);
+	waits = sysfs_num("cpu/lock_waits");
+	sleeps = sysfs_num("cpu/lock_sleeps");
+	slub_unlock(&contended_lock);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	CHECK_EQ(__atomic_load_n(&contended_got, __ATOMIC_ACQUIRE), 1);
+	CHECK_EQ(waits, 1);
+	CHECK(sleeps >= 1);
 }
 
 /* ---- Per-CPU lists with a stopper ---------------------------------------------- */
@@ -665,6 +712,7 @@ int main(void)
 	TEST(test_counter_threads);
 	TEST(test_cmpxchg_threads);
 	TEST(test_lock);
+	TEST(test_lock_counters);
 	TEST(test_lists_with_stopper);
 	TEST(test_array_batch_semantics);
 	TEST(test_arrays_with_stopper);

@@ -233,6 +233,8 @@ static void test_record_roundtrip(void)
 	/* Counts the record must carry exactly, whatever this run's were. */
 	a.rseq_restarts += 12345;
 	a.membarriers += 678;
+	a.lock_waits += 9012;
+	a.lock_sleeps += 345;
 	m = open_memstream(&buf, &len);
 	fprintf(m, "some output of the program\n");
 	si_record_write(m, &a);
@@ -249,6 +251,8 @@ static void test_record_roundtrip(void)
 	CHECK_EQ(a.nr_cpus, b.nr_cpus);
 	CHECK_EQ(a.rseq_restarts, b.rseq_restarts);
 	CHECK_EQ(a.membarriers, b.membarriers);
+	CHECK_EQ(a.lock_waits, b.lock_waits);
+	CHECK_EQ(a.lock_sleeps, b.lock_sleeps);
 	CHECK(!memcmp(a.buddy, b.buddy, sizeof(a.buddy)));
 	CHECK(!memcmp(a.zone, b.zone, sizeof(a.zone)));
 	CHECK(!memcmp(a.pa, b.pa, sizeof(a.pa)));

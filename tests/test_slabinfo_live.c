@@ -256,7 +256,7 @@ static void test_views(void)
 	CHECK_EQ(n, 3);
 	/* From the second frame: the idle child stopped no CPU meanwhile. */
 	n = 0;
-	for (const char *p = out; (p = strstr(p, " membarrier IPIs +0\n")); p++)
+	for (const char *p = out; (p = strstr(p, " membarrier IPIs +0, lock waits +")); p++)
 		n++;
 	CHECK_EQ(n, 2);
 	/* In watch mode -D shows what happened since the last refresh: nothing. */

@@ -125,9 +125,11 @@ static void watch_header(const struct si_snap *snap, const struct si_snap *prev,
 	printf("slabinfo: pid %ld (%s), every %.2g s, %s\n", snap->pid, snap->comm,
 	       o->watch, when);
 	if (prev)
-		printf(" rseq restarts +%lu, membarrier IPIs +%lu\n",
-		       snap->rseq_restarts - prev->rseq_restarts,
-		       snap->membarriers - prev->membarriers);
+		printf(" rseq restarts +%lu, membarrier IPIs +%lu, lock waits +%lu "
+		       "(slept +%lu)\n", snap->rseq_restarts - prev->rseq_restarts,
+		       snap->membarriers - prev->membarriers,
+		       snap->lock_waits - prev->lock_waits,
+		       snap->lock_sleeps - prev->lock_sleeps);
 	si_show_summary(stdout, snap, o);
 	putchar('\n');
 }
