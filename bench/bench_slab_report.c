@@ -175,44 +175,30 @@ static void print_prodcons(void)
 	}
 }
 
+/* Fast-path share, alloc% / free%. */
+static void fast_cell(const struct result *r, char *cell, size_t size)
+{
+	snprintf(cell, size, "%.1f / %.1f", fast_pct(r, ST_ALLOC_FAST, ST_ALLOC_SLOW),
+		 fast_pct(r, ST_FREE_FAST, ST_FREE_SLOW));
+}
+
 /*
  * Lock waits per 1,000 operations (and of them, waits that slept on the
  * futex): how contended the cache's shared state (barn, list_lock) was.
  */
-static void print_lock_waits(const unsigned int *cols, unsigned int nr)
+static void lock_cell(const struct result *r, char *cell, size_t size)
 {
-	printf("\nlibslub lock waits per 1,000 operations, timed parts (slept)\n%-11s", "");
-	for (unsigned int i = 0; i < nr; i++)
-		if (col_on(cols[i]))
-			printf(" %15s", alloc_name[cols[i]]);
-	printf("\n");
-	for (unsigned int w = 0; w < NR_WORKLOADS; w++) {
-		if (!opt.wl_on[w])
-			continue;
-		printf("%-11s", wl_name[w]);
-		for (unsigned int i = 0; i < nr; i++) {
-			const struct result *r = &results[w][cols[i]];
-			char cell[40];
-
-			if (!col_on(cols[i]))
-				continue;
-			if (r->ran)
-				snprintf(cell, sizeof(cell), "%.3f (%.3f)",
-					 per_kop(r, ST_LOCK_WAITS), per_kop(r, ST_LOCK_SLEEPS));
-			else
-				snprintf(cell, sizeof(cell), "-");
-			printf(" %15s", cell);
-		}
-		printf("\n");
-	}
+	snprintf(cell, size, "%.3f (%.3f)", per_kop(r, ST_LOCK_WAITS),
+		 per_kop(r, ST_LOCK_SLEEPS));
 }
 
-static void print_counters(void)
+/* One table of the libslub columns, a row per workload run. */
+static void print_counter_table(const char *title,
+				void (*cell_fn)(const struct result *, char *, size_t))
 {
 	static const unsigned int cols[] = { A_KMEM, A_KMALLOC, A_KMEM_FB, A_KMALLOC_FB };
 
-	printf("\nlibslub fast-path share, timed parts of all repetitions "
-	       "(alloc%% / free%%)\n%-11s", "");
+	printf("\n%s\n%-11s", title, "");
 	for (unsigned int i = 0; i < 4; i++)
 		if (col_on(cols[i]))
 			printf(" %15s", alloc_name[cols[i]]);
@@ -223,21 +209,26 @@ static void print_counters(void)
 		printf("%-11s", wl_name[w]);
 		for (unsigned int i = 0; i < 4; i++) {
 			const struct result *r = &results[w][cols[i]];
-			char cell[32];
+			char cell[40];
 
 			if (!col_on(cols[i]))
 				continue;
 			if (r->ran)
-				snprintf(cell, sizeof(cell), "%.1f / %.1f",
-					 fast_pct(r, ST_ALLOC_FAST, ST_ALLOC_SLOW),
-					 fast_pct(r, ST_FREE_FAST, ST_FREE_SLOW));
+				cell_fn(r, cell, sizeof(cell));
 			else
 				snprintf(cell, sizeof(cell), "-");
 			printf(" %15s", cell);
 		}
 		printf("\n");
 	}
-	print_lock_waits(cols, 4);
+}
+
+static void print_counters(void)
+{
+	print_counter_table("libslub fast-path share, timed parts of all repetitions "
+			    "(alloc% / free%)", fast_cell);
+	print_counter_table("libslub lock waits per 1,000 operations, timed parts (slept)",
+			    lock_cell);
 }
 
 static const char *mimalloc_version(void)
