@@ -177,6 +177,15 @@ static inline void sleep_ms(long ms)
 		;
 }
 
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* A size the compiler cannot see through, so that malloc calls stay calls. */
 static inline size_t opaque_size(size_t n)
 {
