@@ -51,12 +51,28 @@ void barn_init(struct node_barn *barn)
 	barn->nr_empty = 0;
 }
 
-static struct slab_sheaf *barn_get_full(struct node_barn *barn)
+/*
+ * Each exchange with the barn holds its lock once, as the kernel's
+ * barn_replace_empty_sheaf() and barn_replace_full_sheaf() do (Vlastimil
+ * Babka, "SLUB percpu sheaves"): a CPU here keeps no spare sheaf to hand
+ * in, so the objects are copied across under the lock instead. Once a
+ * sheaf is on the other list another CPU may take it, so the copy cannot
+ * wait for the unlock; it is half a sheaf, a few cache lines, where a
+ * second hold would be a second trip of the lock's line between CPUs.
+ */
+
+/*
+ * The objects of a full sheaf into objs, and the sheaf onto the empty
+ * list (or back to its cache when that list is long enough). Returns how
+ * many, 0 when the barn has no full sheaf.
+ */
+static unsigned int barn_take_full(struct node_barn *barn, void **objs)
 {
 	struct slab_sheaf *sheaf = NULL;
+	unsigned int n = 0;
 
 	if (!READ_ONCE(barn->nr_full))
-		return NULL;
+		return 0;
 	slub_lock(&barn->lock);
 	if (barn->nr_full) {
 		sheaf = list_entry(barn->sheaves_full.next, struct slab_sheaf,
@@ -64,58 +80,59 @@ static struct slab_sheaf *barn_get_full(struct node_barn *barn)
 		list_del(&sheaf->barn_list);
 		WRITE_ONCE(barn->nr_full, barn->nr_full - 1);
 		WRITE_ONCE(barn->nr_ops, barn->nr_ops + 1);
+		n = sheaf->size;
+		memcpy(objs, sheaf->objects, n * sizeof(void *));
+		sheaf->size = 0;
+		if (barn->nr_empty < MAX_EMPTY_SHEAVES) {
+			list_add(&sheaf->barn_list, &barn->sheaves_empty);
+			WRITE_ONCE(barn->nr_empty, barn->nr_empty + 1);
+			sheaf = NULL;
+		}
 	}
 	slub_unlock(&barn->lock);
-	return sheaf;
+	if (sheaf)
+		slab_free_slab(sheaf_cache, virt_to_slab(sheaf), sheaf);
+	return n;
 }
 
-static bool barn_put_full(struct node_barn *barn, struct slab_sheaf *sheaf)
+/*
+ * n objects into the barn as a full sheaf, in one of its empty sheaves or
+ * a new one (allocated before the lock, when the barn looked to have
+ * none). False when the barn holds MAX_FULL_SHEAVES already, or no sheaf
+ * could be had: the caller frees the objects to their slabs.
+ */
+static bool barn_put_full(struct node_barn *barn, void **objs, unsigned int n)
 {
-	bool ok = false;
+	struct slab_sheaf *sheaf = NULL, *fresh = NULL;
 
+	/* Full in a burst of frees: no lock just to be told so. */
+	if (READ_ONCE(barn->nr_full) >= MAX_FULL_SHEAVES)
+		return false;
+	if (!READ_ONCE(barn->nr_empty) && sheaf_cache)
+		fresh = slab_alloc_slab(sheaf_cache, GFP_NOWAIT);
 	slub_lock(&barn->lock);
 	if (barn->nr_full < MAX_FULL_SHEAVES) {
-		list_add_tail(&sheaf->barn_list, &barn->sheaves_full);
-		WRITE_ONCE(barn->nr_full, barn->nr_full + 1);
-		WRITE_ONCE(barn->nr_ops, barn->nr_ops + 1);
-		ok = true;
-	}
-	slub_unlock(&barn->lock);
-	return ok;
-}
-
-static struct slab_sheaf *barn_get_empty(struct node_barn *barn)
-{
-	struct slab_sheaf *sheaf = NULL;
-
-	if (READ_ONCE(barn->nr_empty)) {
-		slub_lock(&barn->lock);
 		if (barn->nr_empty) {
 			sheaf = list_entry(barn->sheaves_empty.next,
 					   struct slab_sheaf, barn_list);
 			list_del(&sheaf->barn_list);
 			WRITE_ONCE(barn->nr_empty, barn->nr_empty - 1);
+		} else {
+			sheaf = fresh;
+			fresh = NULL;
 		}
-		slub_unlock(&barn->lock);
 	}
-	if (!sheaf && sheaf_cache)
-		sheaf = slab_alloc_slab(sheaf_cache, GFP_NOWAIT);
-	if (sheaf)
-		sheaf->size = 0;
-	return sheaf;
-}
-
-static void barn_put_empty(struct node_barn *barn, struct slab_sheaf *sheaf)
-{
-	slub_lock(&barn->lock);
-	if (barn->nr_empty < MAX_EMPTY_SHEAVES) {
-		list_add(&sheaf->barn_list, &barn->sheaves_empty);
-		WRITE_ONCE(barn->nr_empty, barn->nr_empty + 1);
-		sheaf = NULL;
+	if (sheaf) {
+		memcpy(sheaf->objects, objs, n * sizeof(void *));
+		sheaf->size = n;
+		list_add_tail(&sheaf->barn_list, &barn->sheaves_full);
+		WRITE_ONCE(barn->nr_full, barn->nr_full + 1);
+		WRITE_ONCE(barn->nr_ops, barn->nr_ops + 1);
 	}
 	slub_unlock(&barn->lock);
-	if (sheaf)
-		slab_free_slab(sheaf_cache, virt_to_slab(sheaf), sheaf);
+	if (fresh)
+		slab_free_slab(sheaf_cache, virt_to_slab(fresh), fresh);
+	return sheaf != NULL;
 }
 
 /* ---- Between sheaves and slabs ---------------------------------------------------- */
@@ -271,7 +288,6 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 {
 	void *objs[SHEAF_MAX_CAPACITY];
 	unsigned int cap = READ_ONCE(s->sheaf_capacity), n;
-	struct slab_sheaf *sheaf;
 	enum rseq_result r;
 	void *object;
 
@@ -289,15 +305,14 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 			stat(s, SHEAF_BUSY);
 		return slab_alloc_slab(s, gfp);
 	}
-	sheaf = barn_get_full(get_barn(s));
-	if (sheaf) {
+	n = barn_take_full(get_barn(s), objs);
+	if (n) {
 		stat(s, BARN_GET);
 		stat(s, ALLOC_PCS);
-		object = sheaf->objects[--sheaf->size];
+		object = objs[--n];
 		race_window();
-		if (sheaf->size)
-			install_objects(s, sheaf->objects, sheaf->size);
-		barn_put_empty(get_barn(s), sheaf);
+		if (n)
+			install_objects(s, objs, n);
 		return object;
 	}
 	stat(s, BARN_GET_FAIL);
@@ -402,16 +417,14 @@ void sheaf_fast_hold_reset(void)
 }
 
 /*
- * The CPU sheaf was full or stopped: move its objects into an empty sheaf
- * from the barn (one sequence), put object in the CPU sheaf, and the full
- * sheaf in the barn, or its objects back in their slabs when the barn has
- * enough.
+ * The CPU sheaf was full or stopped: move the top half of its objects out
+ * (one sequence), put object in the CPU sheaf, and the half in the barn
+ * as a full sheaf, or back in their slabs when the barn has enough.
  */
 void free_to_pcs_slow(struct kmem_cache *s, void *object)
 {
+	void *objs[SHEAF_MAX_CAPACITY];
 	unsigned int cap = READ_ONCE(s->sheaf_capacity), n = 0;
-	struct node_barn *barn = get_barn(s);
-	struct slab_sheaf *sheaf = NULL;
 	enum rseq_result r;
 
 	sheaf_init_cpu(s);
@@ -419,14 +432,11 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 	/* Room made meanwhile by another thread of the CPU, or migrated. */
 	r = this_cpu_array_push(s->cpu_sheaves, object);
 	if (r == RSEQ_FAIL && cap) {
-		sheaf = barn_get_empty(barn);
-		if (sheaf &&
-		    this_cpu_array_pop_batch(s->cpu_sheaves,
-					     sheaf->objects, (cap + 1) / 2,
-					     &n) == RSEQ_OK) {
+		if (this_cpu_array_pop_batch(s->cpu_sheaves, objs, (cap + 1) / 2,
+					     &n) == RSEQ_OK && n) {
 			race_window();
 			/* The full sheaf's push skipped the double-free check. */
-			if (sheaf->objects[n - 1] == object)
+			if (objs[n - 1] == object)
 				r = RSEQ_DUP;
 			else
 				r = this_cpu_array_push(s->cpu_sheaves, object);
@@ -443,18 +453,14 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 			stat(s, SHEAF_BUSY);
 		slab_free_slab(s, virt_to_slab(object), object);
 	}
-	if (!sheaf)
+	if (!n)
 		return;
-	sheaf->size = n;
-	if (n && barn_put_full(barn, sheaf)) {
+	if (barn_put_full(get_barn(s), objs, n)) {
 		stat(s, BARN_PUT);
 		return;
 	}
-	if (n) {
-		stat(s, BARN_PUT_FAIL);
-		free_to_slabs(s, sheaf->objects, n);
-	}
-	barn_put_empty(barn, sheaf);
+	stat(s, BARN_PUT_FAIL);
+	free_to_slabs(s, objs, n);
 }
 
 /* ---- Flushing and resizing ---------------------------------------------------------- */
