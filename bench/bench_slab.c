@@ -27,9 +27,10 @@
  * so no allocation can be elided.
  *
  * Debian's libmimalloc.so exports malloc() and free() too: linking it
- * makes mimalloc the process's malloc. The glibc column therefore calls
- * __libc_malloc() and __libc_free(), of which glibc's malloc() and free()
- * are aliases, so it measures glibc whatever malloc() resolves to.
+ * makes mimalloc the process's malloc. It exports __libc_malloc() and
+ * __libc_free() as well, so the glibc column calls those of libc.so.6
+ * itself, looked up in it with dlsym() (until this was so, the glibc
+ * column measured mimalloc a second time).
  *
  * The per-CPU mode (rseq or fallback) is chosen once, when libslub starts;
  * -F re-executes this program with SLUB_RSEQ=0 to measure the libslub
@@ -58,6 +59,8 @@ struct bench_opts opt = {
 };
 struct result results[NR_WORKLOADS][NR_ALLOCS];
 const char *process_malloc = "unknown";
+void *(*glibc_malloc)(size_t size);
+void (*glibc_free)(void *p);
 char percpu_mode[128], percpu_mode_fb[128];
 
 struct kmem_cache *bench_cache;
@@ -383,6 +386,23 @@ static void find_cpus(void)
 			cpus[nr_cpus++] = c;
 }
 
+/* glibc's malloc and free, from libc.so.6 whatever else defines the names. */
+static void find_glibc_malloc(void)
+{
+	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	Dl_info info;
+
+	if (!libc)
+		die("dlopen libc.so.6", dlerror());
+	glibc_malloc = (void *(*)(size_t))dlsym(libc, "__libc_malloc");
+	glibc_free = (void (*)(void *))dlsym(libc, "__libc_free");
+	if (!glibc_malloc || !glibc_free)
+		die("dlsym __libc_malloc", dlerror());
+	if (!dladdr((void *)(uintptr_t)glibc_malloc, &info) || !info.dli_fname ||
+	    !strstr(info.dli_fname, "libc.so"))
+		die("__libc_malloc", "not found in libc.so.6");
+}
+
 static void setup(void)
 {
 	Dl_info info;
@@ -398,6 +418,7 @@ static void setup(void)
 	if (dladdr((void *)(uintptr_t)&malloc, &info) && info.dli_fname)
 		process_malloc = strrchr(info.dli_fname, '/') ?
 				 strrchr(info.dli_fname, '/') + 1 : info.dli_fname;
+	find_glibc_malloc();
 	find_cpus();
 	/* Single-thread runs stay on one CPU; prodcons threads pin themselves. */
 	if (opt.pin)

@@ -91,9 +91,9 @@ extern struct kmem_cache *bench_cache;	/* CACHE_NAME */
 extern int cpus[];			/* the CPUs we may run on */
 extern unsigned int nr_cpus;
 
-/* glibc's own entry points: see the comment at the top of bench_slab.c. */
-extern void *__libc_malloc(size_t size);
-extern void __libc_free(void *p);
+/* glibc's own entry points, from libc.so.6: see the top of bench_slab.c. */
+extern void *(*glibc_malloc)(size_t size);
+extern void (*glibc_free)(void *p);
 
 __attribute__((noreturn)) void die(const char *what, const char *why);
 __cold __attribute__((noreturn)) void oom(enum alloc_id a);
@@ -117,7 +117,7 @@ static __always_inline char *get(enum alloc_id a)
 		p = kmalloc(OBJ_SIZE, GFP_KERNEL);
 		break;
 	case A_GLIBC:
-		p = __libc_malloc(OBJ_SIZE);
+		p = glibc_malloc(OBJ_SIZE);
 		break;
 #ifdef HAVE_MIMALLOC
 	case A_MIMALLOC:
@@ -142,7 +142,7 @@ static __always_inline void put(enum alloc_id a, char *p)
 		kfree(p);
 		break;
 	case A_GLIBC:
-		__libc_free(p);
+		glibc_free(p);
 		break;
 #ifdef HAVE_MIMALLOC
 	case A_MIMALLOC:

@@ -257,7 +257,7 @@ void print_tables(void)
 	if (percpu_mode_fb[0])
 		printf("; /fb columns: %s", percpu_mode_fb);
 	printf("\nmalloc() in this process comes from %s; the glibc column calls "
-	       "__libc_malloc/__libc_free\n", process_malloc);
+	       "libc.so.6's __libc_malloc/__libc_free\n", process_malloc);
 	if (!mi)
 		printf("NOTE: mimalloc not found at configure time (install "
 		       "libmimalloc-dev, scripts/deps.sh bench): ratios are to glibc\n");
