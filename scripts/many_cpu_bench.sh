@@ -1,5 +1,6 @@
 #!/bin/sh
-# The many-CPU run: bench_malloc and the seeds' workloads of bench_suite on
+# The many-CPU run: bench_malloc, bench_slab and bench_page_alloc at half or
+# all the CPUs, and the seeds' workloads of bench_suite on
 # a machine with more CPUs than the development one, each step under its own
 # time limit so that a run cut short still leaves what it finished.
 #
@@ -71,6 +72,9 @@ bm=$build/bench/bench_malloc
 bs=$build/bench/bench_suite
 step malloc 120 "$bm" -L "$lib" -r 3 -W single,prodcons,oversub -o "$out/malloc.json"
 step malloc-p8 40 "$bm" -L "$lib" -r 3 -p "$(($(nproc) / 2))" -W prodcons
+# One kmem_cache between many CPUs: the barn and list_lock, with their lock waits.
+step slab 40 "$build/bench/bench_slab" -t "$(($(nproc) / 2))" -w pair,prodcons
+step page 40 "$build/bench/bench_page_alloc" -t "$(nproc)" -r 3 -d 0.5
 # The seeds' workloads one at a time: bench_suite writes its tables at the end.
 for w in rr tbench stream hackbench; do
 	mkdir -p "$out/suite-$w"
