@@ -95,32 +95,57 @@ static unsigned int barn_take_full(struct node_barn *barn, void **objs)
 	return n;
 }
 
+/* What barn_put_full() did with the objects. */
+enum barn_put_result {
+	PUT_DONE,		/* in the barn as a full sheaf */
+	PUT_BARN_FULL,		/* the barn holds MAX_FULL_SHEAVES: barn_put_fail */
+	PUT_NO_SHEAF,		/* no empty sheaf, and none could be allocated */
+};
+
+static struct slab_sheaf *new_sheaf(void)
+{
+	return sheaf_cache ? slab_alloc_slab(sheaf_cache, GFP_NOWAIT) : NULL;
+}
+
 /*
  * n objects into the barn as a full sheaf, in one of its empty sheaves or
- * a new one (allocated before the lock, when the barn looked to have
- * none). False when the barn holds MAX_FULL_SHEAVES already, or no sheaf
- * could be had: the caller frees the objects to their slabs.
+ * a new one. The new one is allocated before the lock when the barn
+ * looks to have no empty sheaf; if another CPU took the last one while
+ * this one waited for the lock, it unlocks, allocates and tries once
+ * more, rather than send the objects to their slabs with room left.
  */
-static bool barn_put_full(struct node_barn *barn, void **objs, unsigned int n)
+static enum barn_put_result barn_put_full(struct node_barn *barn, void **objs,
+					  unsigned int n)
 {
 	struct slab_sheaf *sheaf = NULL, *fresh = NULL;
+	enum barn_put_result ret = PUT_DONE;
 
 	/* Full in a burst of frees: no lock just to be told so. */
 	if (READ_ONCE(barn->nr_full) >= MAX_FULL_SHEAVES)
-		return false;
-	if (!READ_ONCE(barn->nr_empty) && sheaf_cache)
-		fresh = slab_alloc_slab(sheaf_cache, GFP_NOWAIT);
-	slub_lock(&barn->lock);
-	if (barn->nr_full < MAX_FULL_SHEAVES) {
+		return PUT_BARN_FULL;
+	if (!READ_ONCE(barn->nr_empty))
+		fresh = new_sheaf();
+	for (bool retried = false;; retried = true) {
+		slub_lock(&barn->lock);
+		if (barn->nr_full >= MAX_FULL_SHEAVES) {
+			ret = PUT_BARN_FULL;
+			break;
+		}
 		if (barn->nr_empty) {
 			sheaf = list_entry(barn->sheaves_empty.next,
 					   struct slab_sheaf, barn_list);
 			list_del(&sheaf->barn_list);
 			WRITE_ONCE(barn->nr_empty, barn->nr_empty - 1);
-		} else {
+			break;
+		}
+		if (fresh || retried) {
 			sheaf = fresh;
 			fresh = NULL;
+			ret = sheaf ? PUT_DONE : PUT_NO_SHEAF;
+			break;
 		}
+		slub_unlock(&barn->lock);
+		fresh = new_sheaf();
 	}
 	if (sheaf) {
 		memcpy(sheaf->objects, objs, n * sizeof(void *));
@@ -132,7 +157,7 @@ static bool barn_put_full(struct node_barn *barn, void **objs, unsigned int n)
 	slub_unlock(&barn->lock);
 	if (fresh)
 		slab_free_slab(sheaf_cache, virt_to_slab(fresh), fresh);
-	return sheaf != NULL;
+	return ret;
 }
 
 /* ---- Between sheaves and slabs ---------------------------------------------------- */
@@ -455,11 +480,16 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 	}
 	if (!n)
 		return;
-	if (barn_put_full(get_barn(s), objs, n)) {
+	switch (barn_put_full(get_barn(s), objs, n)) {
+	case PUT_DONE:
 		stat(s, BARN_PUT);
 		return;
+	case PUT_BARN_FULL:
+		stat(s, BARN_PUT_FAIL);
+		break;
+	case PUT_NO_SHEAF:	/* out of memory for a sheaf: counted in sheaf_flush */
+		break;
 	}
-	stat(s, BARN_PUT_FAIL);
 	free_to_slabs(s, objs, n);
 }
 

@@ -229,6 +229,38 @@ static void test_barn_full(void)
 	done_cache(s);
 }
 
+/*
+ * A free to a full sheaf when the barn has no empty sheaf and none can be
+ * allocated (every page allocation failing, and slab_sheaf with no slab
+ * yet: this test runs first): the half sheaf goes to its slabs, counted
+ * in sheaf_flush, and not as barn_put_fail, which means the barn was full.
+ */
+static void test_barn_no_sheaf(void)
+{
+	const char *name = "t-sh-nosheaf";
+	struct kmem_cache *s = fresh_cache(name, 64, 4);
+
+	if (!s)
+		return;
+	for (int i = 0; i < 8; i++)
+		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK_EQ(slab_set(name, "sheaf_capacity", "4"), 0);
+	CHECK_EQ(slab_clear_stats(name), 0);
+	CHECK_EQ(slab_num("slab_sheaf", "objects"), 0);
+	CHECK_EQ(slub_sysfs_write("fail/page", "100"), 0);
+	/* 4 fill the sheaf; the 5th finds it full and moves 2 out. */
+	for (int i = 0; i < 5; i++)
+		kmem_cache_free(s, objs[i]);
+	CHECK_EQ(slub_sysfs_write("fail/page", "0"), 0);
+	CHECK_STAT(st(name, "barn_put"), 0);
+	CHECK_STAT(st(name, "barn_put_fail"), 0);
+	CHECK_STAT(st(name, "sheaf_flush"), 2);
+	check_sheaves(name, 3, 0);
+	for (int i = 5; i < 8; i++)
+		kmem_cache_free(s, objs[i]);
+	done_cache(s);
+}
+
 /* Capacity 0: no sheaves, the objects in them back to the slabs. */
 static void test_capacity_zero(void)
 {
@@ -1103,6 +1135,7 @@ int main(void)
 	 * turn the looks on.
 	 */
 	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "-1"), 0);
+	TEST(test_barn_no_sheaf);	/* first: slab_sheaf has no slab yet */
 	TEST(test_defaults_and_files);
 	TEST(test_lifo);
 	TEST(test_barn_put_get);
