@@ -32,8 +32,10 @@ void slub_lock_slow(struct slub_lock *l);
  * Process-wide, every slub_lock: acquisitions that found the lock held
  * (lock_waits) and waits on its futex (lock_sleeps); cpu/lock_waits and
  * cpu/lock_sleeps. Counted in the slow path only, so an uncontended lock
- * costs nothing more. Many sleeps per wait on a short critical section
- * mean the lock convoys: every release then makes a system call.
+ * costs nothing more; the counters' line moves only between waiters,
+ * which are waiting anyway, never into a holder's critical section. Many
+ * sleeps per wait on a short critical section mean the lock convoys:
+ * every release then makes a system call.
  */
 extern unsigned long slub_lock_waits, slub_lock_sleeps;
 void slub_unlock_wake(struct slub_lock *l);
