@@ -18,6 +18,8 @@ peers=${3:-}
 budget=${4:-480}
 start=$(date +%s)
 mkdir -p "$out"
+# Absolute, as LD_PRELOAD and -L need it (and the rebuild below is).
+case $build in /*) ;; *) build=$PWD/$build ;; esac
 
 left() { echo $((budget - ($(date +%s) - start))); }
 log() { echo "[$(($(date +%s) - start)) s] $*"; }
@@ -50,7 +52,7 @@ if ! "$build/bench/bench_malloc" -h 2>&1 | grep -q usage; then
 fi
 
 # Which per-CPU mode the library gets here (rseq, or the locked fallback).
-LD_PRELOAD=$PWD/$build/libslub-malloc.so SLUB_STATS=1 ls / 2>&1 >/dev/null |
+LD_PRELOAD=$build/libslub-malloc.so SLUB_STATS=1 ls / 2>&1 >/dev/null |
 	sed -n 2p | tee -a "$out/machine.txt"
 
 step() {	# step NAME SECONDS command...
@@ -67,7 +69,7 @@ step() {	# step NAME SECONDS command...
 	log "$name: exit $?"
 }
 
-lib=$PWD/$build/libslub-malloc.so
+lib=$build/libslub-malloc.so
 bm=$build/bench/bench_malloc
 bs=$build/bench/bench_suite
 step malloc 120 "$bm" -L "$lib" -r 3 -W single,prodcons,oversub -o "$out/malloc.json"
