@@ -103,6 +103,13 @@ void pin_to(pthread_t t, int cpu)
 	}
 }
 
+unsigned int pair_cpu(unsigned int i, unsigned int pairs, unsigned int ncpus)
+{
+	if (2 * pairs <= ncpus)
+		return i;
+	return (i / 2 + (i & 1)) % ncpus;
+}
+
 long status_kb(const char *key)
 {
 	FILE *f = fopen("/proc/self/status", "r");

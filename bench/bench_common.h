@@ -30,6 +30,15 @@ void read_loadavg(char *buf, size_t size);
 unsigned int allowed_cpus(int *cpus, unsigned int max);
 /* Pin thread t to cpu (cpu < 0: leave it); exits on failure. */
 void pin_to(pthread_t t, int cpu);
+/*
+ * The CPU (an index into the ncpus allowed ones) for thread i of the
+ * producer/consumer runs, where threads 2k and 2k + 1 are pair k's
+ * producer and consumer. When every thread can have a CPU of its own,
+ * it does (pair k on 2k and 2k + 1); otherwise pair k takes k and k + 1,
+ * round the CPUs, so that each object is still freed on another CPU and
+ * each CPU runs producers and consumers alike (2 pairs on 2 CPUs).
+ */
+unsigned int pair_cpu(unsigned int i, unsigned int pairs, unsigned int ncpus);
 
 /* A "Key:  N kB" field of /proc/self/status (VmHWM, VmRSS), or -1. */
 long status_kb(const char *key);

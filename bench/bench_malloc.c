@@ -16,11 +16,13 @@
  *             objects and allocate its replacement, then one malloc/free
  *             pair; sizes uniform in 16..1024 bytes
  *   prodcons  -p pairs of threads; producers malloc, consumers free, one
- *             single-producer single-consumer ring per pair; pair k's
- *             producer pinned to the k-th allowed CPU and its consumer
- *             to the next, so every object is freed on another CPU than
- *             the one that allocated it (unpinned, the scheduler's
- *             placement decided, and the figures were bimodal)
+ *             single-producer single-consumer ring per pair; each
+ *             thread pinned to a CPU of its own while there are enough
+ *             (pair k on the allowed CPUs 2k and 2k + 1), else pair k's
+ *             producer to the k-th and its consumer to the next, so every
+ *             object is freed on another CPU than the one that allocated
+ *             it (unpinned, the scheduler's placement decided, and the
+ *             figures were bimodal)
  *   oversub   8x the online CPUs threads (-t), each churning its own
  *             working set of -w / threads objects
  *   cxx       single's churn through C++'s operator new and the sized
@@ -309,7 +311,7 @@ static unsigned long long run_threads(unsigned int w, double *secs)
 			}
 			err = pthread_create(&tid[i], NULL, i & 1 ? consumer : producer, ri);
 			if (!err && ncpus > 1)
-				pin_to(tid[i], cpus[(i / 2 + (i & 1)) % ncpus]);
+				pin_to(tid[i], cpus[pair_cpu(i, opt.pairs, ncpus)]);
 		} else {
 			c[i] = (struct churn){
 				.n = opt.ws / nt ? opt.ws / nt : 1,

@@ -193,9 +193,11 @@ static void *pc_main(void *arg)
 }
 
 /*
- * Pair i: producer on CPU i, consumer on CPU i + 1 (mod the CPUs we have),
+ * Each thread on a CPU of its own when there are enough; else pair i's
+ * producer on CPU i and its consumer on CPU i + 1 (mod the CPUs we have),
  * so that each object is freed on another CPU than it was allocated on
- * and, with 2 pairs on 2 CPUs, each CPU runs one producer and one consumer.
+ * and, with 2 pairs on 2 CPUs, each CPU runs one producer and one
+ * consumer (pair_cpu()).
  */
 void pc_once(enum alloc_id a, struct sample *s)
 {
@@ -211,7 +213,7 @@ void pc_once(enum alloc_id a, struct sample *s)
 		t->ring = &rings[i / 2];
 		t->a = a;
 		t->consumer = i & 1;
-		t->cpu = opt.pin ? cpus[(i / 2 + t->consumer) % nr_cpus] : -1;
+		t->cpu = opt.pin ? cpus[pair_cpu(i, opt.pairs, nr_cpus)] : -1;
 		r = pthread_create(&t->tid, NULL, pc_main, t);
 		if (r)
 			die("pthread_create", strerror(r));
