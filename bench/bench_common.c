@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -110,22 +111,34 @@ unsigned int pair_cpu(unsigned int i, unsigned int pairs, unsigned int ncpus)
 	return (i / 2 + (i & 1)) % ncpus;
 }
 
+/*
+ * Read with open() and read() into the stack, not stdio: fopen() mallocs
+ * its FILE and buffer, and an allocation may be what runs the measured
+ * allocator's deferred work (libslub purges from its slow paths), so the
+ * reading would change what it reads.
+ */
 long status_kb(const char *key)
 {
-	FILE *f = fopen("/proc/self/status", "r");
-	size_t len = strlen(key);
-	char line[256];
-	long kb = -1;
+	char buf[4096], *line;
+	size_t len = strlen(key), got = 0;
+	ssize_t r;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 
-	if (!f)
+	if (fd < 0)
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, len) && line[len] == ':') {
-			kb = strtol(line + len + 1, NULL, 10);
+	while (got < sizeof(buf) - 1 &&
+	       (r = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += (size_t)r;
+	close(fd);
+	buf[got] = 0;
+	for (line = buf; *line; line++) {
+		if (!strncmp(line, key, len) && line[len] == ':')
+			return strtol(line + len + 1, NULL, 10);
+		line = strchr(line, '\n');
+		if (!line)
 			break;
-		}
-	fclose(f);
-	return kb;
+	}
+	return -1;
 }
 
 bool preload_mapped(void)
