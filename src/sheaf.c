@@ -12,11 +12,14 @@
  * another: a thread preempted anywhere here holds nothing. Only flushing
  * and resizing, which touch other CPUs' sheaves, stop a CPU.
  *
- * Unlike the kernel, the CPU holds one sheaf, not a main and a spare: a
- * full sheaf gives its top half to the barn (where another CPU's
+ * Unlike the kernel, the CPU's objects sit in one sheaf, not a main and a
+ * spare: a full sheaf gives its top half to the barn (where another CPU's
  * allocations find it, the producer/consumer case), and an empty one
  * takes a barn sheaf whole or half a sheaf from the slabs. Either way it
- * restarts half full, which is the spare's job in the kernel.
+ * restarts half full, which is the spare's job in the kernel; only a CPU
+ * that keeps meeting the full end gives its whole sheaf (note_flow()).
+ * The CPU's spare here holds no objects: it is the empty sheaf that the
+ * objects are copied into or out of, outside the barn's lock.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -45,53 +48,115 @@ static inline struct node_barn *get_barn(struct kmem_cache *s)
 void barn_init(struct node_barn *barn)
 {
 	slub_lock_init(&barn->lock);
-	INIT_LIST_HEAD(&barn->sheaves_full);
-	INIT_LIST_HEAD(&barn->sheaves_empty);
 	barn->nr_full = 0;
 	barn->nr_empty = 0;
+	barn->full_head = 0;
+}
+
+static struct slab_sheaf *new_sheaf(void)
+{
+	return sheaf_cache ? slab_alloc_slab(sheaf_cache, GFP_NOWAIT) : NULL;
+}
+
+static void free_sheaf(struct slab_sheaf *sheaf)
+{
+	slab_free_slab(sheaf_cache, virt_to_slab(sheaf), sheaf);
 }
 
 /*
- * Each exchange with the barn holds its lock once, as the kernel's
- * barn_replace_empty_sheaf() and barn_replace_full_sheaf() do (Vlastimil
- * Babka, "SLUB percpu sheaves"): a CPU here keeps no spare sheaf to hand
- * in, so the objects are copied across under the lock instead. Once a
- * sheaf is on the other list another CPU may take it, so the copy cannot
- * wait for the unlock; it is half a sheaf, a few cache lines, where a
- * second hold would be a second trip of the lock's line between CPUs.
+ * A CPU's spare: an empty sheaf that the next exchange with the barn
+ * copies objects into or out of before or after it holds the barn's lock,
+ * not while. Any thread may take the spare of the CPU it runs on, or
+ * thinks it does: it is one word, exchanged for NULL, and the taker owns
+ * the sheaf; a thread preempted with it holds nothing another thread
+ * waits for. The release in keep_spare() and the acquire here hand over
+ * the sheaf's size with it.
+ */
+static struct slab_sheaf *take_spare(struct kmem_cache *s)
+{
+	struct slab_sheaf **spare = &pcs_ptr(s, raw_smp_processor_id())->spare;
+
+	if (!__atomic_load_n(spare, __ATOMIC_RELAXED))
+		return NULL;
+	return __atomic_exchange_n(spare, NULL, __ATOMIC_ACQUIRE);
+}
+
+/* An empty sheaf as the CPU's spare; to sheaf_cache if it has one. */
+static void keep_spare(struct kmem_cache *s, struct slab_sheaf *sheaf)
+{
+	struct slab_sheaf **spare = &pcs_ptr(s, raw_smp_processor_id())->spare;
+	struct slab_sheaf *none = NULL;
+
+	if (!__atomic_compare_exchange_n(spare, &none, sheaf, false,
+					 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		free_sheaf(sheaf);
+}
+
+/* Every CPU's spare back to sheaf_cache (barn_shrink()). */
+static void free_spares(struct kmem_cache *s)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct slab_sheaf **spare = &pcs_ptr(s, cpu)->spare;
+		struct slab_sheaf *sheaf;
+
+		/* Looked at first: an unused CPU's area stays unwritten. */
+		if (!__atomic_load_n(spare, __ATOMIC_RELAXED))
+			continue;
+		sheaf = __atomic_exchange_n(spare, NULL, __ATOMIC_ACQUIRE);
+		if (sheaf)
+			free_sheaf(sheaf);
+	}
+}
+
+/*
+ * The exchanges hold the barn's lock once each and move only sheaf
+ * pointers under it, as the kernel's barn_replace_empty_sheaf() and
+ * barn_replace_full_sheaf() do (Vlastimil Babka, "SLUB percpu sheaves"):
+ * with many CPUs trading sheaves the lock is the one line they all
+ * share, and a hold that copied objects kept it for the misses on the
+ * lines another CPU wrote. A CPU here keeps its main sheaf in place (the
+ * fast paths address it), so the objects are copied to and from the
+ * spare instead, outside the lock.
  */
 
 /*
- * The objects of a full sheaf into objs, and the sheaf onto the empty
- * list (or back to its cache when that list is long enough). Returns how
- * many, 0 when the barn has no full sheaf.
+ * The objects of the oldest full sheaf into objs, the CPU's spare onto the
+ * barn's empty stack in the same hold, and the emptied sheaf as the new
+ * spare.
+ * Returns how many, 0 when the barn has no full sheaf.
  */
-static unsigned int barn_take_full(struct node_barn *barn, void **objs)
+static unsigned int barn_take_full(struct kmem_cache *s, struct node_barn *barn,
+				   void **objs)
 {
-	struct slab_sheaf *sheaf = NULL;
-	unsigned int n = 0;
+	struct slab_sheaf *sheaf = NULL, *spare;
+	unsigned int n;
 
 	if (!READ_ONCE(barn->nr_full))
 		return 0;
+	spare = take_spare(s);
 	slub_lock(&barn->lock);
 	if (barn->nr_full) {
-		sheaf = list_entry(barn->sheaves_full.next, struct slab_sheaf,
-				   barn_list);
-		list_del(&sheaf->barn_list);
+		sheaf = barn_full_sheaf(barn, 0);
+		barn->full_head = (barn->full_head + 1) % MAX_FULL_SHEAVES;
 		WRITE_ONCE(barn->nr_full, barn->nr_full - 1);
 		WRITE_ONCE(barn->nr_ops, barn->nr_ops + 1);
-		n = sheaf->size;
-		memcpy(objs, sheaf->objects, n * sizeof(void *));
-		sheaf->size = 0;
-		if (barn->nr_empty < MAX_EMPTY_SHEAVES) {
-			list_add(&sheaf->barn_list, &barn->sheaves_empty);
+		if (spare && barn->nr_empty < MAX_EMPTY_SHEAVES) {
+			barn->empty[barn->nr_empty] = spare;
 			WRITE_ONCE(barn->nr_empty, barn->nr_empty + 1);
-			sheaf = NULL;
+			spare = NULL;
 		}
 	}
 	slub_unlock(&barn->lock);
-	if (sheaf)
-		slab_free_slab(sheaf_cache, virt_to_slab(sheaf), sheaf);
+	if (spare)
+		keep_spare(s, spare);
+	if (!sheaf)
+		return 0;
+	n = sheaf->size;
+	memcpy(objs, sheaf->objects, n * sizeof(void *));
+	sheaf->size = 0;
+	keep_spare(s, sheaf);
 	return n;
 }
 
@@ -102,61 +167,67 @@ enum barn_put_result {
 	PUT_NO_SHEAF,		/* no empty sheaf, and none could be allocated */
 };
 
-static struct slab_sheaf *new_sheaf(void)
+/* An empty sheaf from the barn, when the CPU had no spare. */
+static struct slab_sheaf *barn_get_empty(struct node_barn *barn)
 {
-	return sheaf_cache ? slab_alloc_slab(sheaf_cache, GFP_NOWAIT) : NULL;
+	struct slab_sheaf *sheaf = NULL;
+
+	if (!READ_ONCE(barn->nr_empty))
+		return NULL;
+	slub_lock(&barn->lock);
+	if (barn->nr_empty) {
+		WRITE_ONCE(barn->nr_empty, barn->nr_empty - 1);
+		sheaf = barn->empty[barn->nr_empty];
+	}
+	slub_unlock(&barn->lock);
+	return sheaf;
 }
 
 /*
- * n objects into the barn as a full sheaf, in one of its empty sheaves or
- * a new one. The new one is allocated before the lock when the barn
- * looks to have no empty sheaf; if another CPU took the last one while
- * this one waited for the lock, it unlocks, allocates and tries once
- * more, rather than send the objects to their slabs with room left.
+ * n objects into the barn as a full sheaf: copied into the CPU's spare
+ * (or an empty sheaf of the barn, or a new one), which joins the back of
+ * the full queue; the same hold takes an empty sheaf for the next spare.
  */
-static enum barn_put_result barn_put_full(struct node_barn *barn, void **objs,
+static enum barn_put_result barn_put_full(struct kmem_cache *s,
+					  struct node_barn *barn, void **objs,
 					  unsigned int n)
 {
-	struct slab_sheaf *sheaf = NULL, *fresh = NULL;
+	struct slab_sheaf *sheaf, *next = NULL;
 	enum barn_put_result ret = PUT_DONE;
 
 	/* Full in a burst of frees: no lock just to be told so. */
 	if (READ_ONCE(barn->nr_full) >= MAX_FULL_SHEAVES)
 		return PUT_BARN_FULL;
-	if (!READ_ONCE(barn->nr_empty))
-		fresh = new_sheaf();
-	for (bool retried = false;; retried = true) {
-		slub_lock(&barn->lock);
-		if (barn->nr_full >= MAX_FULL_SHEAVES) {
-			ret = PUT_BARN_FULL;
-			break;
-		}
-		if (barn->nr_empty) {
-			sheaf = list_entry(barn->sheaves_empty.next,
-					   struct slab_sheaf, barn_list);
-			list_del(&sheaf->barn_list);
-			WRITE_ONCE(barn->nr_empty, barn->nr_empty - 1);
-			break;
-		}
-		if (fresh || retried) {
-			sheaf = fresh;
-			fresh = NULL;
-			ret = sheaf ? PUT_DONE : PUT_NO_SHEAF;
-			break;
-		}
-		slub_unlock(&barn->lock);
-		fresh = new_sheaf();
-	}
-	if (sheaf) {
-		memcpy(sheaf->objects, objs, n * sizeof(void *));
-		sheaf->size = n;
-		list_add_tail(&sheaf->barn_list, &barn->sheaves_full);
+	sheaf = take_spare(s);
+	if (!sheaf)
+		sheaf = barn_get_empty(barn);
+	if (!sheaf)
+		sheaf = new_sheaf();
+	if (!sheaf)
+		return PUT_NO_SHEAF;
+	memcpy(sheaf->objects, objs, n * sizeof(void *));
+	sheaf->size = n;
+	slub_lock(&barn->lock);
+	if (barn->nr_full >= MAX_FULL_SHEAVES) {
+		ret = PUT_BARN_FULL;
+	} else {
+		barn->full[(barn->full_head + barn->nr_full) % MAX_FULL_SHEAVES] =
+			sheaf;
 		WRITE_ONCE(barn->nr_full, barn->nr_full + 1);
 		WRITE_ONCE(barn->nr_ops, barn->nr_ops + 1);
+		sheaf = NULL;
+		if (barn->nr_empty) {
+			WRITE_ONCE(barn->nr_empty, barn->nr_empty - 1);
+			next = barn->empty[barn->nr_empty];
+		}
 	}
 	slub_unlock(&barn->lock);
-	if (fresh)
-		slab_free_slab(sheaf_cache, virt_to_slab(fresh), fresh);
+	if (sheaf) {		/* the barn filled up meanwhile */
+		sheaf->size = 0;
+		keep_spare(s, sheaf);
+	}
+	if (next)
+		keep_spare(s, next);
 	return ret;
 }
 
@@ -301,6 +372,31 @@ static void sheaf_init_cpu(struct kmem_cache *s)
 }
 
 /*
+ * Which end of the sheaf this CPU's slow paths met last: whether the
+ * frees and allocations on it flow one way. Half a sheaf to the barn
+ * leaves room both ways, for a CPU that allocates and frees alike and
+ * would otherwise bounce between the ends; but a CPU that only frees
+ * (the consumer of a producer/consumer pair) finds its sheaf full again
+ * and again, and moving half of it each time doubles the trips to the
+ * barn, whose lock every CPU of the node shares. So a sheaf found full
+ * twice in a row, with no empty one between, goes to the barn whole, and
+ * the producer's CPU takes it whole. (On 16 CPUs, 8 pairs on one
+ * kmem_cache: lock waits halved, and with the barn's short holds below,
+ * twice the objects a second; docs/slub.md.) A hint, read and written
+ * without order on whichever CPU the thread is on; a wrong one costs one
+ * exchange of the other size. Returns whether it was met last, too.
+ */
+static bool note_flow(struct kmem_cache *s, uint32_t end)
+{
+	uint32_t *flow = &pcs_ptr(s, raw_smp_processor_id())->flow;
+
+	if (__atomic_load_n(flow, __ATOMIC_RELAXED) == end)
+		return true;
+	__atomic_store_n(flow, end, __ATOMIC_RELAXED);
+	return false;
+}
+
+/*
  * The CPU sheaf was empty or stopped: take a full sheaf from the barn, or
  * half a sheaf of objects from the slabs, and return one of them.
  *
@@ -330,7 +426,8 @@ void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp)
 			stat(s, SHEAF_BUSY);
 		return slab_alloc_slab(s, gfp);
 	}
-	n = barn_take_full(get_barn(s), objs);
+	note_flow(s, SHEAF_WAS_EMPTY);
+	n = barn_take_full(s, get_barn(s), objs);
 	if (n) {
 		stat(s, BARN_GET);
 		stat(s, ALLOC_PCS);
@@ -443,8 +540,9 @@ void sheaf_fast_hold_reset(void)
 
 /*
  * The CPU sheaf was full or stopped: move the top half of its objects out
- * (one sequence), put object in the CPU sheaf, and the half in the barn
- * as a full sheaf, or back in their slabs when the barn has enough.
+ * (all of them when it was full last time too: note_flow()) in one
+ * sequence, put object in the CPU sheaf, and those in the barn as a full
+ * sheaf, or back in their slabs when the barn has enough.
  */
 void free_to_pcs_slow(struct kmem_cache *s, void *object)
 {
@@ -457,7 +555,9 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 	/* Room made meanwhile by another thread of the CPU, or migrated. */
 	r = this_cpu_array_push(s->cpu_sheaves, object);
 	if (r == RSEQ_FAIL && cap) {
-		if (this_cpu_array_pop_batch(s->cpu_sheaves, objs, (cap + 1) / 2,
+		unsigned int want = note_flow(s, SHEAF_WAS_FULL) ? cap : (cap + 1) / 2;
+
+		if (this_cpu_array_pop_batch(s->cpu_sheaves, objs, want,
 					     &n) == RSEQ_OK && n) {
 			race_window();
 			/* The full sheaf's push skipped the double-free check. */
@@ -480,7 +580,7 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 	}
 	if (!n)
 		return;
-	switch (barn_put_full(get_barn(s), objs, n)) {
+	switch (barn_put_full(s, get_barn(s), objs, n)) {
 	case PUT_DONE:
 		stat(s, BARN_PUT);
 		return;
@@ -543,32 +643,32 @@ static void resize_cpu_sheaf(struct kmem_cache *s, unsigned int cpu,
 	free_to_slabs(s, objs, n);
 }
 
-/* Every object of the barn back to its slab, every sheaf to sheaf_cache. */
+/*
+ * Every object of the barn back to its slab, every sheaf to sheaf_cache,
+ * the CPUs' spares with them.
+ */
 void barn_shrink(struct kmem_cache *s)
 {
 	struct node_barn *barn = get_barn(s);
-	struct slab_sheaf *sheaf;
-	struct list_head full, empty;
+	struct slab_sheaf *full[MAX_FULL_SHEAVES], *empty[MAX_EMPTY_SHEAVES];
+	unsigned int nr_full, nr_empty;
 
-	INIT_LIST_HEAD(&full);
-	INIT_LIST_HEAD(&empty);
 	slub_lock(&barn->lock);
-	list_splice_init(&barn->sheaves_full, &full);
-	list_splice_init(&barn->sheaves_empty, &empty);
+	nr_full = barn->nr_full;
+	nr_empty = barn->nr_empty;
+	for (unsigned int i = 0; i < nr_full; i++)
+		full[i] = barn_full_sheaf(barn, i);
+	memcpy(empty, barn->empty, nr_empty * sizeof(empty[0]));
 	WRITE_ONCE(barn->nr_full, 0);
 	WRITE_ONCE(barn->nr_empty, 0);
 	slub_unlock(&barn->lock);
-	while (!list_empty(&full)) {
-		sheaf = list_entry(full.next, struct slab_sheaf, barn_list);
-		list_del(&sheaf->barn_list);
-		free_to_slabs(s, sheaf->objects, sheaf->size);
-		list_add(&sheaf->barn_list, &empty);
+	for (unsigned int i = 0; i < nr_full; i++) {
+		free_to_slabs(s, full[i]->objects, full[i]->size);
+		free_sheaf(full[i]);
 	}
-	while (!list_empty(&empty)) {
-		sheaf = list_entry(empty.next, struct slab_sheaf, barn_list);
-		list_del(&sheaf->barn_list);
-		slab_free_slab(sheaf_cache, virt_to_slab(sheaf), sheaf);
-	}
+	for (unsigned int i = 0; i < nr_empty; i++)
+		free_sheaf(empty[i]);
+	free_spares(s);
 }
 
 /*
@@ -708,7 +808,6 @@ unsigned long sheaves_objects(struct kmem_cache *s, unsigned long *barn_full)
 	struct node_barn *barn = get_barn(s);
 	unsigned long n = 0;
 	unsigned int cpu;
-	struct list_head *pos;
 
 	if (!s->cpu_sheaves)
 		return 0;
@@ -716,8 +815,8 @@ unsigned long sheaves_objects(struct kmem_cache *s, unsigned long *barn_full)
 		n += READ_ONCE(pcs_ptr(s, cpu)->size);
 	slub_lock(&barn->lock);
 	*barn_full = barn->nr_full;
-	list_for_each(pos, &barn->sheaves_full)
-		n += list_entry(pos, struct slab_sheaf, barn_list)->size;
+	for (unsigned int i = 0; i < barn->nr_full; i++)
+		n += barn_full_sheaf(barn, i)->size;
 	slub_unlock(&barn->lock);
 	return n;
 }

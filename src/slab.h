@@ -190,17 +190,25 @@ struct slub_percpu_sheaves {
 	void *objects[SHEAF_MAX_CAPACITY];
 	/* The size and top object at the last idle look (idle.c; slab_mutex held). */
 	uint32_t idle_size;
+	uint32_t flow;			/* which end the last slow path met: SHEAF_* */
 	void *idle_top;
+	/*
+	 * An empty sheaf for the next exchange with the barn, or NULL: the
+	 * objects are copied into or out of it with no lock held. Whoever
+	 * exchanges it for NULL owns it (sheaf.c, take_spare()).
+	 */
+	struct slab_sheaf *spare;
 };
+#define SHEAF_WAS_EMPTY		1
+#define SHEAF_WAS_FULL		2
 _Static_assert(offsetof(struct slub_percpu_sheaves, capacity) ==
 	       PERCPU_ARRAY(0) - 0 &&
 	       offsetof(struct slub_percpu_sheaves, size) ==
 	       PERCPU_ARRAY(0) + offsetof(struct percpu_array, size),
 	       "the sheaf is a percpu_array after its ctl");
 
-/* A sheaf off the CPUs: in a barn, full, or empty for reuse. */
+/* A sheaf off the CPUs: in a barn, full, or empty for reuse; or a CPU's spare. */
 struct slab_sheaf {
-	struct list_head barn_list;
 	unsigned int size;
 	void *objects[SHEAF_MAX_CAPACITY];
 };
@@ -208,16 +216,28 @@ struct slab_sheaf {
 /*
  * The barn: per node, full sheaves that one CPU's frees filled and
  * another CPU's allocations may take whole, and empty ones for reuse.
+ * Under its lock only sheaf pointers move; the objects are copied in and
+ * out outside it (sheaf.c). The full sheaves are a queue, taken oldest
+ * first: the newest one's lines are likely still in the cache of the CPU
+ * that filled it. The empty ones are a stack.
  */
 struct node_barn {
 	struct slub_lock lock;
-	struct list_head sheaves_full;
-	struct list_head sheaves_empty;
 	unsigned int nr_full;
 	unsigned int nr_empty;
+	unsigned int full_head;		/* the oldest full sheaf: full[full_head] */
 	unsigned long nr_ops;		/* sheaves taken and put */
+	struct slab_sheaf *full[MAX_FULL_SHEAVES];	/* a ring of nr_full */
+	struct slab_sheaf *empty[MAX_EMPTY_SHEAVES];
 	unsigned long nr_ops_seen;	/* nr_ops at the last idle look (idle.c) */
 };
+
+/* The i-th oldest full sheaf of a barn (lock held). */
+static inline struct slab_sheaf *barn_full_sheaf(struct node_barn *barn,
+						 unsigned int i)
+{
+	return barn->full[(barn->full_head + i) % MAX_FULL_SHEAVES];
+}
 
 struct kmem_cache_node {
 	struct slub_lock list_lock;

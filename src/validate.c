@@ -411,48 +411,63 @@ static bool check_sheaf(struct vstate *v, struct kmem_cache *s,
 	return true;
 }
 
-static void check_barn_list(struct vstate *v, struct vcache *vc,
-			    struct list_head *head, unsigned int nr,
-			    unsigned int max, bool full)
+/* The full ring (from head) or the empty stack (head 0) of a barn. */
+static void check_barn_sheaves(struct vstate *v, struct vcache *vc,
+			       struct slab_sheaf **ring, unsigned int head,
+			       unsigned int nr, unsigned int max, bool full)
 {
 	struct kmem_cache *s = vc->s;
-	struct list_head *pos, *prev = head;
-	unsigned int count = 0;
 
-	for (pos = head->next; pos != head; prev = pos, pos = pos->next) {
-		struct slab_sheaf *sheaf = list_entry(pos, struct slab_sheaf,
-						      barn_list);
+	if (nr > max || head >= max) {
+		verr(v, "%s: barn counts %u %s sheaves from %u, at most %u",
+		     s->name, nr, full ? "full" : "empty", head, max);
+		nr = min(nr, max);
+		head = 0;
+	}
+	for (unsigned int k = 0; k < nr; k++) {
+		struct slab_sheaf *sheaf = ring[(head + k) % max];
 
 		if (!check_sheaf(v, s, sheaf))
-			return;
-		if (pos->prev != prev || ++count > max) {
-			verr(v, "%s: barn: the %s list is broken at sheaf %p",
-			     s->name, full ? "full" : "empty", (void *)sheaf);
-			return;
-		}
-		if (!full)
 			continue;
+		if (!full) {
+			if (sheaf->size)
+				verr(v, "%s: barn: empty sheaf %p holds %u objects",
+				     s->name, (void *)sheaf, sheaf->size);
+			continue;
+		}
 		if (!sheaf->size || sheaf->size > SHEAF_MAX_CAPACITY) {
 			verr(v, "%s: barn: full sheaf %p holds %u objects", s->name,
 			     (void *)sheaf, sheaf->size);
 			continue;
 		}
 		for (unsigned int i = 0; i < sheaf->size; i++)
-			check_held(v, vc, sheaf->objects[i], "barn sheaf", count);
+			check_held(v, vc, sheaf->objects[i], "barn sheaf", k);
 	}
-	if (count != nr)
-		verr(v, "%s: barn counts %u %s sheaves, its list holds %u", s->name,
-		     nr, full ? "full" : "empty", count);
 }
 
+/* The barn's sheaves and the CPUs' spares: live sheaves, each in one place. */
 static void check_barn(struct vstate *v, struct vcache *vc)
 {
 	struct node_barn *barn = &get_node(vc->s, 0)->barn;
+	unsigned int cpu;
 
-	check_barn_list(v, vc, &barn->sheaves_full, barn->nr_full,
-			MAX_FULL_SHEAVES, true);
-	check_barn_list(v, vc, &barn->sheaves_empty, barn->nr_empty,
-			MAX_EMPTY_SHEAVES, false);
+	check_barn_sheaves(v, vc, barn->full, barn->full_head, barn->nr_full,
+			   MAX_FULL_SHEAVES, true);
+	check_barn_sheaves(v, vc, barn->empty, 0, barn->nr_empty,
+			   MAX_EMPTY_SHEAVES, false);
+	/*
+	 * A spare is taken and filled without the barn's lock: only with
+	 * every other thread out of libslub is its size sure to be 0.
+	 */
+	for_each_possible_cpu(cpu) {
+		struct slab_sheaf *spare =
+			READ_ONCE(((struct slub_percpu_sheaves *)
+				   per_cpu_ptr(vc->s->cpu_sheaves, cpu))->spare);
+
+		if (spare && check_sheaf(v, vc->s, spare) && idle(v) && spare->size)
+			verr(v, "%s: CPU %u spare sheaf %p holds %u objects",
+			     vc->s->name, cpu, (void *)spare, spare->size);
+	}
 }
 
 /* ---- Slabs ---------------------------------------------------------------------------- */

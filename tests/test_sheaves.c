@@ -57,6 +57,11 @@ static void check_sheaves(const char *cache, long long objects, long long full)
 	CHECK_EQ(f, full);
 }
 
+static struct slub_percpu_sheaves *pcs_of(struct kmem_cache *s, unsigned int cpu)
+{
+	return per_cpu_ptr(s->cpu_sheaves, cpu);
+}
+
 /* A cache pinned to CPU 0 with capacity cap, sheaves empty, counters at 0. */
 static struct kmem_cache *fresh_cache(const char *name, unsigned int size,
 				      unsigned int cap)
@@ -80,10 +85,13 @@ static struct kmem_cache *fresh_cache(const char *name, unsigned int size,
 static void done_cache(struct kmem_cache *s)
 {
 	const char *name = kmem_cache_name(s);
+	unsigned int cpu;
 
-	/* Shrink empties the sheaves and the barn: no slab is left. */
+	/* Shrink empties the sheaves and the barn, and frees the spares. */
 	CHECK_EQ(kmem_cache_shrink(s), 0);
 	check_sheaves(name, 0, 0);
+	for_each_possible_cpu(cpu)
+		CHECK(READ_ONCE(pcs_of(s, cpu)->spare) == NULL);
 	CHECK_EQ(st(name, "objects"), 0);
 	CHECK_EQ(st(name, "slabs"), 0);
 	kmem_cache_destroy(s);
@@ -200,12 +208,16 @@ static void test_barn_put_get(void)
 	done_cache(s);
 }
 
-/* With the barn full, the half a full sheaf gives up goes back to its slabs. */
+/*
+ * With the barn full, what a full sheaf gives up goes back to its slabs.
+ * The frees run one way, so after the first half the sheaf goes whole
+ * (note_flow()).
+ */
 static void test_barn_full(void)
 {
 	const char *name = "t-sh-full";
 	struct kmem_cache *s = fresh_cache(name, 64, 4);
-	const int puts = MAX_FULL + 3, n = 4 + 2 * (puts - 1) + 1;
+	const int puts = MAX_FULL + 3, n = 3 + 4 * (puts - 1);
 
 	if (!s)
 		return;
@@ -216,16 +228,73 @@ static void test_barn_full(void)
 	CHECK_EQ(slab_clear_stats(name), 0);
 	check_sheaves(name, 0, 0);
 	/*
-	 * 4 frees fill the sheaf; from then on every second free finds it
-	 * full and gives 2 away: to the barn 10 times, then to the slabs.
+	 * 4 frees fill the sheaf; the 5th gives 2 away, and from then on
+	 * every 4th finds it full again and gives all 4: to the barn 10
+	 * times, then to the slabs.
 	 */
 	for (int i = 0; i < n; i++)
 		kmem_cache_free(s, objs[i]);
 	CHECK_STAT(st(name, "barn_put"), MAX_FULL);
 	CHECK_STAT(st(name, "barn_put_fail"), puts - MAX_FULL);
-	CHECK_STAT(st(name, "sheaf_flush"), 2 * (puts - MAX_FULL));
+	CHECK_STAT(st(name, "sheaf_flush"), 4 * (puts - MAX_FULL));
 	CHECK_STAT(st(name, "free_cpu_sheaf"), n);
-	check_sheaves(name, 3 + 2 * MAX_FULL, MAX_FULL);
+	check_sheaves(name, 1 + 2 + 4 * (MAX_FULL - 1), MAX_FULL);
+	done_cache(s);
+}
+
+/*
+ * A CPU that meets the full end of its sheaf, then the empty one, then the
+ * full one again gives half a sheaf each time (its frees and allocations
+ * alternate); one that meets the full end twice in a row gives the whole
+ * sheaf. The barn hands its full sheaves out oldest first, and each
+ * exchange leaves the CPU an empty spare, which a shrink frees.
+ */
+static void test_one_way_flow(void)
+{
+	const char *name = "t-sh-flow";
+	struct kmem_cache *s = fresh_cache(name, 128, 8);
+	unsigned int cpu;
+	void *q;
+
+	if (!s)
+		return;
+	cpu = (unsigned int)sched_getcpu();
+	/* Refills of 4: the 40th allocation empties the sheaf. */
+	for (int i = 0; i < 40; i++)
+		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK_EQ(READ_ONCE(pcs_of(s, cpu)->size), 0);
+	/* Full at the 9th free, after an empty sheaf: half to the barn. */
+	for (int i = 0; i < 9; i++)
+		kmem_cache_free(s, objs[i]);
+	check_sheaves(name, 5 + 4, 1);
+	CHECK(READ_ONCE(pcs_of(s, cpu)->spare) == NULL);
+	/* Empty at the 6th allocation: the barn's sheaf, 1 + 3 installed. */
+	for (int i = 0; i < 6; i++)
+		again[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	check_sheaves(name, 3, 0);
+	CHECK_STAT(st(name, "barn_get"), 1);
+	/* The emptied sheaf stays on the CPU as its spare. */
+	CHECK(READ_ONCE(pcs_of(s, cpu)->spare) != NULL);
+	/* Full at the 6th free, after an empty sheaf: half again. */
+	for (int i = 0; i < 6; i++)
+		kmem_cache_free(s, again[i]);
+	check_sheaves(name, 5 + 4, 1);
+	/* Full at the 4th free, right after a full one: the whole sheaf. */
+	for (int i = 9; i < 13; i++)
+		kmem_cache_free(s, objs[i]);
+	check_sheaves(name, 1 + 4 + 8, 2);
+	CHECK_STAT(st(name, "barn_put"), 3);
+	/* The next empty sheaf takes the older barn sheaf, of 4. */
+	q = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK_EQ(READ_ONCE(pcs_of(s, cpu)->size), 0);
+	again[0] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK_EQ(READ_ONCE(pcs_of(s, cpu)->size), 3);
+	check_sheaves(name, 3 + 8, 1);
+	CHECK_EQ(slub_validate(0, NULL, 0), 0);
+	kmem_cache_free(s, q);
+	kmem_cache_free(s, again[0]);
+	for (int i = 13; i < 40; i++)
+		kmem_cache_free(s, objs[i]);
 	done_cache(s);
 }
 
@@ -800,12 +869,16 @@ static void test_producer_consumer(void)
 	run_on(&x);
 	x = (struct xfer){ s, 1, 8 * 4, objs, false };
 	run_on(&x);
-	/* 32 frees on CPU 1: half sheaves to the barn at the 9th, 13th ... 29th. */
-	CHECK_STAT(st(name, "barn_put"), 6);
+	/*
+	 * 32 frees on CPU 1, which only frees: half a sheaf to the barn at the
+	 * 9th, whole ones at the 13th, 21st and 29th (note_flow()).
+	 */
+	CHECK_STAT(st(name, "barn_put"), 4);
+	check_sheaves(name, 4 + 4 + 3 * 8, 4);
 	x = (struct xfer){ s, 0, 16, again, true };
 	run_on(&x);
-	/* CPU 0's 16 allocations: 4 half sheaves from the barn. */
-	CHECK_STAT(st(name, "barn_get"), 4);
+	/* CPU 0's 16 allocations: the half sheaf, then two whole ones. */
+	CHECK_STAT(st(name, "barn_get"), 3);
 	for (int i = 0; i < 16; i++)
 		CHECK(freed_earlier(again[i], 32));
 	x = (struct xfer){ s, 1, 16, again, false };
@@ -814,11 +887,6 @@ static void test_producer_consumer(void)
 }
 
 /* ---- Idle CPUs ----------------------------------------------------------------- */
-
-static struct slub_percpu_sheaves *pcs_of(struct kmem_cache *s, unsigned int cpu)
-{
-	return per_cpu_ptr(s->cpu_sheaves, cpu);
-}
 
 static struct kmem_cache_cpu *cslab_of(struct kmem_cache *s, unsigned int cpu)
 {
@@ -855,7 +923,12 @@ static bool drive_looks(struct kmem_cache *d, int ms, struct kmem_cache *s,
 	return s ? far_flushed(s, far) : false;
 }
 
-/* On cpu far (the thread moves there): 64 objects, then all freed. */
+/*
+ * On cpu far (the thread moves there): 64 objects, then all freed. With
+ * capacity 16 the sheaf is left with FAR_LEFT: the 17th free gives half
+ * to the barn, the 25th, 41st and 57th the whole sheaf (note_flow()).
+ */
+#define FAR_LEFT	8
 static unsigned int fill_far(struct kmem_cache *s)
 {
 	migrate_to(1);
@@ -891,7 +964,7 @@ static void test_idle_cpu(void)
 	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "40"), 0);
 	far = fill_far(s);
 	sheaves(name, &o, &f);
-	CHECK_EQ(READ_ONCE(pcs_of(s, far)->size), 16);
+	CHECK_EQ(READ_ONCE(pcs_of(s, far)->size), FAR_LEFT);
 	CHECK(READ_ONCE(cslab_of(s, far)->slab) != NULL);
 	CHECK(f > 0);
 	/* A sheaf on the CPU the looks run on (half a barn sheaf after one pop). */
@@ -912,7 +985,7 @@ static void test_idle_cpu(void)
 	far = fill_far(s);
 	migrate_to(0);
 	CHECK(!drive_looks(d, 100, s, far));
-	CHECK_EQ(READ_ONCE(pcs_of(s, far)->size), 16);
+	CHECK_EQ(READ_ONCE(pcs_of(s, far)->size), FAR_LEFT);
 	CHECK_STAT(st(name, "idle_flush"), 0);
 	done_cache(d);
 	done_cache(s);
@@ -946,7 +1019,7 @@ static void test_idle_cpu_batched(void)
 	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "40"), 0);
 	for (int i = 0; i < NR_IDLE; i++) {
 		far = fill_far(s[i]);
-		CHECK_EQ(READ_ONCE(pcs_of(s[i], far)->size), 16);
+		CHECK_EQ(READ_ONCE(pcs_of(s[i], far)->size), FAR_LEFT);
 		CHECK(READ_ONCE(cslab_of(s[i], far)->slab) != NULL);
 	}
 	migrate_to(0);
@@ -996,7 +1069,7 @@ static void test_shrink_one_ipi(void)
 	far = fill_far(s);
 	migrate_to(0);
 	kmem_cache_free(s, kmem_cache_alloc(s, GFP_KERNEL));
-	CHECK_EQ(READ_ONCE(pcs_of(s, far)->size), 16);
+	CHECK_EQ(READ_ONCE(pcs_of(s, far)->size), FAR_LEFT);
 	CHECK(READ_ONCE(cslab_of(s, far)->slab) != NULL);
 	CHECK_EQ(slub_sysfs_write("cpu/membarriers", "0"), 0);
 	CHECK_EQ(kmem_cache_shrink(s), 0);
@@ -1140,6 +1213,7 @@ int main(void)
 	TEST(test_lifo);
 	TEST(test_barn_put_get);
 	TEST(test_barn_full);
+	TEST(test_one_way_flow);
 	TEST(test_capacity_zero);
 	TEST(test_capacity_per_cpu);
 	TEST(test_refill_one_slab);

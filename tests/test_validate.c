@@ -295,6 +295,65 @@ static void test_cpu_damage(void)
 	kmem_cache_destroy(t);
 }
 
+/*
+ * The barn and a CPU's spare: a full sheaf in the barn and an emptied one
+ * on the CPU, then each damaged in turn.
+ */
+static void test_barn_damage(void)
+{
+	const char *name = "t-val-barn";
+	struct kmem_cache *s = kmem_cache_create(name, 128, 0, 0, NULL);
+	struct node_barn *barn = &get_node(s, 0)->barn;
+	struct slub_percpu_sheaves *pcs;
+	struct slab_sheaf *spare, *full;
+	void *objs[16];
+	unsigned int cpu, saved;
+	int local;
+
+	migrate_to(0);
+	cpu = (unsigned int)sched_getcpu();
+	CHECK_EQ(slab_set(name, "sheaf_capacity", "4"), 0);
+	for (int i = 0; i < 16; i++)
+		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	/* Half a sheaf to the barn at the 5th free, the whole one at the 7th. */
+	for (int i = 0; i < 7; i++)
+		kmem_cache_free(s, objs[i]);
+	CHECK_EQ(barn->nr_full, 2);
+	/* Empty at the 2nd allocation: the older barn sheaf, then the spare. */
+	objs[0] = kmem_cache_alloc(s, GFP_KERNEL);
+	objs[1] = kmem_cache_alloc(s, GFP_KERNEL);
+	pcs = per_cpu_ptr(s->cpu_sheaves, cpu);
+	spare = pcs->spare;
+	CHECK(spare != NULL && barn->nr_full == 1);
+	if (!spare || barn->nr_full != 1)
+		goto out;
+	full = barn_full_sheaf(barn, 0);
+	check_clean();
+
+	spare->size = 1;
+	check_finds("spare sheaf");
+	spare->size = 0;
+	pcs->spare = (struct slab_sheaf *)&local;
+	check_finds("is not a sheaf from slab_sheaf");
+	pcs->spare = full;		/* in the barn too */
+	check_finds("is no live object of slab_sheaf");
+	pcs->spare = spare;
+	saved = full->size;
+	full->size = 0;
+	check_finds("full sheaf");
+	full->size = saved;
+	barn->nr_full = MAX_FULL_SHEAVES + 1;
+	check_finds("at most");
+	barn->nr_full = 1;
+	check_clean();
+out:
+	for (int i = 0; i < 16; i++)
+		if (i >= 7 || i < 2)
+			kmem_cache_free(s, objs[i]);
+	unpin();
+	kmem_cache_destroy(s);
+}
+
 /* The page allocator's own check is part of it. */
 static void test_page_alloc_damage(void)
 {
@@ -418,6 +477,7 @@ int main(void)
 	TEST(test_lost_slab_and_counts);
 	TEST(test_page_damage);
 	TEST(test_cpu_damage);
+	TEST(test_barn_damage);
 	TEST(test_page_alloc_damage);
 	TEST(test_running_under_churn);
 	return test_done();
