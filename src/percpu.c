@@ -32,15 +32,32 @@ static uint64_t pcpu_map[PCPU_GRAINS / 64];
 static uint64_t pcpu_dirty[PCPU_GRAINS / 64];
 static struct slub_lock pcpu_alloc_lock = SLUB_LOCK_INIT;
 
+/*
+ * Below CPU 0's unit, PERCPU_GUARD_UNITS units that are never written and
+ * read as zeros (the zero page: no memory): where a sequence of a thread
+ * whose rseq area the kernel has not registered lands, its CPU number -1
+ * or -2 (arch/x86_64.h). A zero ctl is not stopped, and a zero array has
+ * capacity 0 and size 0: the pop finds it empty, the push finds it full,
+ * and neither stores. So the drop-in's fast paths may run on libslub's
+ * own registration, which a thread gets on its first slow path.
+ */
+#define PERCPU_GUARD_UNITS	2
+
 int percpu_init(void)
 {
-	size_t len = (size_t)nr_cpu_ids << PERCPU_UNIT_SHIFT;
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	size_t guard = (size_t)PERCPU_GUARD_UNITS << PERCPU_UNIT_SHIFT;
+	size_t len = guard + ((size_t)nr_cpu_ids << PERCPU_UNIT_SHIFT);
+	char *p = mmap(NULL, len, PROT_READ,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	if (p == MAP_FAILED)
 		return -ENOMEM;
-	pcpu_base = p;
+	/* The CPUs' units writable; the guard never (nor charged as such). */
+	if (mprotect(p + guard, len - guard, PROT_READ | PROT_WRITE)) {
+		munmap(p, len);
+		return -ENOMEM;
+	}
+	pcpu_base = p + guard;
 	pcpu_map[0] = 1;	/* offset 0 means "no per-CPU variable" */
 	return 0;
 }

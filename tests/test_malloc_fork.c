@@ -487,13 +487,17 @@ static int fork_in_vfork_child(size_t fast_alloc)
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		long r = 0;
+		void *area = NULL;
+		unsigned int len = 32;
 
-		if (fast_alloc && &__rseq_size && __rseq_size)
-			r = syscall(SYS_rseq, (char *)__builtin_thread_pointer() +
-				    __rseq_offset, __rseq_size > 32 ? __rseq_size : 32, 0,
-				    0x53053053);
-		if (fast_alloc && r == 0)
+		/* glibc's area, or (GLIBC_TUNABLES=glibc.pthread.rseq=0) ours. */
+		if (fast_alloc && percpu_state.rseq_from_glibc) {
+			area = (char *)__builtin_thread_pointer() + __rseq_offset;
+			len = __rseq_size > 32 ? __rseq_size : 32;
+		} else if (fast_alloc) {
+			area = slub_rseq_register_current();
+		}
+		if (area && syscall(SYS_rseq, area, len, 0, 0x53053053) == 0)
 			_exit(1);	/* it had no registration */
 		if (sheaf_fast_limit.alloc != fast_alloc)
 			fprintf(stderr, "fork child of a vfork child: fast limit %zu, not %zu\n",
@@ -837,11 +841,90 @@ static void test_atfork_handlers_first(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/*
+ * Threads whose first call into the drop-in is a free() of another
+ * thread's block, or a malloc(), then churn: more threads than CPUs, each
+ * moved between them on purpose. With libslub's own rseq registration
+ * (the own_rseq run) a new thread is not registered until its first slow
+ * path, and its fast paths run on the guard units below CPU 0's, where
+ * they must fail, not fault or store. Both registrations run the
+ * drop-in's fast paths.
+ */
+#define FIRST_THREADS	32
+#define FIRST_OPS	20000
+
+struct first {
+	void *inherited;	/* freed first, or NULL: malloc first */
+	unsigned int seed;
+	unsigned long bad;
+};
+
+static void *first_call_thread(void *arg)
+{
+	struct first *f = arg;
+	struct obj o[16] = { 0 };
+	unsigned int seed = f->seed;
+	int ncpus = nr_cpus_allowed();
+
+	if (f->inherited)
+		free(f->inherited);
+	for (int i = 0; i < FIRST_OPS; i++) {
+		struct obj *x = &o[rand_r(&seed) % 16];
+
+		if (x->p) {
+			f->bad += !tagged(x);
+			free(x->p);
+		}
+		x->size = 16 + (size_t)(rand_r(&seed) % 1024) / 8 * 8;
+		x->p = malloc(x->size);
+		if (!x->p) {
+			f->bad++;
+			continue;
+		}
+		tag(x, (unsigned long)i << 8 | seed % 256);
+		if (i % 4096 == 0 && ncpus > 1)
+			migrate_to(rand_r(&seed) % ncpus);
+	}
+	for (int k = 0; k < 16; k++) {
+		if (o[k].p) {
+			f->bad += !tagged(&o[k]);
+			free(o[k].p);
+		}
+	}
+	return NULL;
+}
+
+static void test_first_call_in_new_threads(void)
+{
+	pthread_t tid[FIRST_THREADS];
+	struct first f[FIRST_THREADS];
+
+	free(malloc(1));	/* the library is up */
+	if (percpu_rseq() && !READ_ONCE(slub_stats_on))
+		CHECK(__atomic_load_n(&sheaf_fast_limit.alloc, __ATOMIC_ACQUIRE) != 0);
+	fprintf(stderr, "%s, %s\n", percpu_state.why,
+		__atomic_load_n(&sheaf_fast_limit.alloc, __ATOMIC_ACQUIRE) ?
+		"drop-in fast paths on" : "drop-in fast paths off");
+	for (int i = 0; i < FIRST_THREADS; i++) {
+		f[i] = (struct first){
+			.inherited = i % 2 ? malloc(16 + 8 * (size_t)i) : NULL,
+			.seed = 7919u * (unsigned int)(i + 1),
+		};
+		CHECK_EQ(pthread_create(&tid[i], NULL, first_call_thread, &f[i]), 0);
+	}
+	for (int i = 0; i < FIRST_THREADS; i++) {
+		pthread_join(tid[i], NULL);
+		CHECK_EQ(f[i].bad, 0);
+	}
+	CHECK_EQ(page_alloc_check(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "atfork-first"))
 		return atfork_first();
 	test_cpus_init();
+	TEST(test_first_call_in_new_threads);
 	TEST(test_fork_malloc);
 	TEST(test_vfork_malloc);
 	TEST(test_fork_during_vfork);

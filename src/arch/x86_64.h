@@ -77,12 +77,18 @@ static inline rseq_tp_t arch_rseq_tp(uintptr_t offset)
 	"jmp %l[" __rseq_str(target) "]\n\t"				\
 	".popsection\n\t"
 
-/* Arm the sequence, read the CPU, turn it into this CPU's unit offset. */
+/*
+ * Arm the sequence, read the CPU, turn it into this CPU's unit offset.
+ * The CPU number is sign-extended: an area the kernel has not registered
+ * holds -1 (RSEQ_CPU_ID_UNINITIALIZED) or -2 (registration failed), and
+ * those land a sequence in the guard units below CPU 0's (percpu.c),
+ * where it reads zeros and fails to the slow path instead of faulting.
+ */
 #define RSEQ_ASM_ARM(shift)						\
 	"leaq 3b(%%rip), %%rax\n\t"					\
 	"movq %%rax, %[rseq_cs]\n\t"					\
 	"1:\n\t"							\
-	"movl %[cpu_id], %%eax\n\t"					\
+	"movslq %[cpu_id], %%rax\n\t"					\
 	"shlq $" __rseq_str(shift) ", %%rax\n\t"
 
 /* ... and leave for the slow path if this CPU's fast paths are stopped. */
