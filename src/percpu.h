@@ -102,6 +102,18 @@ extern __internal struct percpu_state percpu_state;
 
 int slub_rseq_init(void);
 struct slub_rseq_abi *slub_rseq_register_current(void);
+/* Our own registration of this thread: 1 registered, 0 not yet, -1 failed. */
+extern __internal __thread int own_rseq_state
+	__attribute__((tls_model("initial-exec")));
+
+/*
+ * Sequences may run on this thread's area at rseq_offset: glibc's
+ * registration, or ours once this thread has it (one TLS load then).
+ */
+static __always_inline bool rseq_area_ready(void)
+{
+	return likely(percpu_state.fast) || likely(own_rseq_state > 0);
+}
 int slub_rseq_reregister_current(void);
 
 static __always_inline bool percpu_rseq(void)
@@ -122,11 +134,12 @@ struct slub_rseq_abi *rseq_slow(void);
 
 /*
  * Get this thread's rseq area into rs, or return fallback_call: the common
- * case (glibc's registration) is one flag test and one addition.
+ * case (glibc's registration, or ours once made) is a flag test or two and
+ * one addition.
  */
 #define RSEQ_GET_OR(rs, fallback_call)					\
 	do {								\
-		if (likely(percpu_state.fast))				\
+		if (rseq_area_ready())					\
 			rs = (struct slub_rseq_abi *)((char *)arch_thread_pointer() + \
 						      percpu_state.rseq_offset); \
 		else if (!(rs = rseq_slow()))				\
@@ -277,7 +290,7 @@ static __always_inline void this_cpu_add(pcpu_off_t off, long v)
 	struct slub_rseq_abi *rs;
 	char *p;
 
-	if (unlikely(!percpu_state.fast)) {
+	if (unlikely(!rseq_area_ready())) {
 		this_cpu_add_slow(off, v);
 		return;
 	}

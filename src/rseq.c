@@ -48,7 +48,7 @@ static __thread struct slub_rseq_abi own_rseq
 	__attribute__((tls_model("initial-exec"))) = {
 	.cpu_id = (uint32_t)-1,
 };
-static __thread int own_rseq_state __attribute__((tls_model("initial-exec")));
+__thread int own_rseq_state __attribute__((tls_model("initial-exec")));
 
 static int sys_rseq(struct slub_rseq_abi *rs, uint32_t len, int flags)
 {
@@ -143,6 +143,9 @@ int slub_rseq_init(void)
 	if (q < 0 || !(q & MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) ||
 	    sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0)) {
 		percpu_state.why = "fallback: membarrier RSEQ not available";
+		/* Registered above, but no sequence may run: rseq_area_ready(). */
+		if (!percpu_state.rseq_from_glibc)
+			own_rseq_state = -1;
 		return 0;
 	}
 	percpu_state.mode = PERCPU_MODE_RSEQ;

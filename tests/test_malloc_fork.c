@@ -851,7 +851,7 @@ static void test_atfork_handlers_first(void)
  * drop-in's fast paths.
  */
 #define FIRST_THREADS	32
-#define FIRST_OPS	20000
+#define FIRST_OPS	4000	/* a tenth with SLUB_DEBUG, which backtraces each */
 
 struct first {
 	void *inherited;	/* freed first, or NULL: malloc first */
@@ -865,10 +865,11 @@ static void *first_call_thread(void *arg)
 	struct obj o[16] = { 0 };
 	unsigned int seed = f->seed;
 	int ncpus = nr_cpus_allowed();
+	int ops = getenv("SLUB_DEBUG") ? FIRST_OPS / 10 : FIRST_OPS;
 
 	if (f->inherited)
 		free(f->inherited);
-	for (int i = 0; i < FIRST_OPS; i++) {
+	for (int i = 0; i < ops; i++) {
 		struct obj *x = &o[rand_r(&seed) % 16];
 
 		if (x->p) {
@@ -882,7 +883,7 @@ static void *first_call_thread(void *arg)
 			continue;
 		}
 		tag(x, (unsigned long)i << 8 | seed % 256);
-		if (i % 4096 == 0 && ncpus > 1)
+		if (i % 256 == 0 && ncpus > 1)
 			migrate_to(rand_r(&seed) % ncpus);
 	}
 	for (int k = 0; k < 16; k++) {

@@ -45,6 +45,7 @@ static void test_cpu_files(void)
 	long long present = sysfs_num("cpu/present");
 	long long online = sysfs_num("cpu/online");
 	const char *env = getenv("SLUB_RSEQ");
+	const char *tun = getenv("GLIBC_TUNABLES");
 
 	CHECK(ids >= possible && possible >= 1);
 	CHECK(present >= 1 && present <= possible);
@@ -56,6 +57,8 @@ static void test_cpu_files(void)
 		CHECK(strstr(mode, "ThreadSanitizer") != NULL);
 	else if (env && !strcmp(env, "0"))
 		CHECK(strstr(mode, "fallback: SLUB_RSEQ=0") != NULL);
+	else if (tun && strstr(tun, "glibc.pthread.rseq=0"))
+		CHECK(strstr(mode, "rseq (own registration)") != NULL);
 	else	/* this machine's glibc (2.36) registers rseq for us */
 		CHECK(strstr(mode, "rseq (glibc registration)") != NULL);
 	CHECK_EQ(percpu_rseq(), strncmp(mode, "rseq", 4) == 0);
