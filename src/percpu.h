@@ -87,12 +87,6 @@ enum percpu_mode {
 struct percpu_state {
 	enum percpu_mode mode;
 	bool fast;		/* rseq mode on glibc's registration */
-	/*
-	 * rseq mode on either registration: the drop-in's fast paths run
-	 * in every thread, an unregistered one's sequences failing in the
-	 * guard units (percpu.c) to the slow path, which registers it.
-	 */
-	bool fast_any;
 	bool rseq_from_glibc;	/* reusing glibc's registration */
 	ptrdiff_t rseq_offset;	/* thread pointer -> struct slub_rseq_abi */
 	const char *why;	/* why this mode */
@@ -427,10 +421,11 @@ enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, void **load);
 enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, void *node);
 
 /*
- * This thread's rseq area for callers that have tested percpu_state.fast
- * or fast_any themselves: glibc's registration or our own, at the same
- * offset from the thread pointer in every thread (registered or not, with
- * fast_any).
+ * This thread's rseq area for callers that have tested percpu_rseq()
+ * themselves: glibc's registration or our own, at the same offset from the
+ * thread pointer in every thread. Ours may not be registered yet: its
+ * sequences then fail in the guard units (percpu.c) to the caller's slow
+ * path, which registers it.
  */
 static __always_inline rseq_tp_t rseq_area(void)
 {

@@ -150,7 +150,6 @@ int slub_rseq_init(void)
 	}
 	percpu_state.mode = PERCPU_MODE_RSEQ;
 	percpu_state.fast = percpu_state.rseq_from_glibc;
-	percpu_state.fast_any = true;
 	percpu_state.why = percpu_state.rseq_from_glibc ?
 		"rseq (glibc registration)" : "rseq (own registration)";
 	return 0;

@@ -453,8 +453,8 @@ struct sheaf_fast_limits sheaf_fast_limit;
 
 /*
  * The drop-in's sheaf fast paths may run: the slab layer is up, the
- * process runs on restartable sequences (glibc's registration or ours;
- * percpu_state.fast_any), and statistics are off. With them on,
+ * process runs on restartable sequences (glibc's registration or ours,
+ * see rseq_area()), and statistics are off. With them on,
  * malloc and free go through slab_alloc_node() and slab_free(), whose
  * sheaf paths count, so the fast paths carry no statistics test; malloc's
  * is off too while fail/object has a probability, which slab_alloc_node()
@@ -469,7 +469,7 @@ static struct slub_lock sheaf_fast_lock = SLUB_LOCK_INIT;
 static void sheaf_fast_limits_now(struct sheaf_fast_limits *l)
 {
 	bool on = __atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE) &&
-		  percpu_state.fast_any && !READ_ONCE(slub_stats_on) &&
+		  percpu_rseq() && !READ_ONCE(slub_stats_on) &&
 		  !__atomic_load_n(&sheaf_fast_holds, __ATOMIC_SEQ_CST);
 
 	l->alloc = on && !fail_object_on() ? KMALLOC_MAX_CACHE_SIZE + 1 : 0;
