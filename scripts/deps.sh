@@ -112,6 +112,25 @@ if [ "$what" = test ]; then
 		     "needs python3 and perl and skips sqlite3 and git" \
 		     "(as root: apt-get install$prog_pkgs)" >&2
 	fi
+	# tests/malloc_pytests.sh runs CPython's own regression tests, which
+	# Debian ships apart from python3; skipped when they are missing.
+	py=/usr/bin/python3
+	[ -x "$py" ] || py=python3
+	if command -v "$py" >/dev/null 2>&1 &&
+	   ! "$py" -c 'import test.test_json' >/dev/null 2>&1; then
+		pkg=$("$py" -c 'import sys; print("libpython%d.%d-testsuite" % sys.version_info[:2])')
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+			echo "deps (test): installing $pkg"
+			{ apt-get update -qq &&
+			  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				"$pkg" >/dev/null; } ||
+				echo "deps (test): $pkg not installed;" \
+				     "malloc_pytests is skipped" >&2
+		else
+			echo "deps (test): no $pkg; malloc_pytests is skipped" \
+			     "(as root: apt-get install $pkg)" >&2
+		fi
+	fi
 fi
 
 # make fuzz builds the fuzz target under libFuzzer: clang, and the runtime
