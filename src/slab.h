@@ -217,15 +217,19 @@ struct slab_sheaf {
  * The barn: per node, full sheaves that one CPU's frees filled and
  * another CPU's allocations may take whole, and empty ones for reuse.
  * Under its lock only sheaf pointers move; the objects are copied in and
- * out outside it (sheaf.c). The full sheaves are a queue, taken oldest
- * first: the newest one's lines are likely still in the cache of the CPU
- * that filled it. The empty ones are a stack.
+ * out outside it (sheaf.c). Both are stacks: a full sheaf is taken newest
+ * first, as the kernel's barn does (list_add() and list_first_entry()),
+ * so that a CPU that both frees and allocates cycles through the few
+ * sheaves on top and the older ones stay put. The full ones are kept in
+ * a ring all the same: the idle look (idle.c) takes those that no take
+ * reached since the last look, nr_full_low of them, off the bottom.
  */
 struct node_barn {
 	struct slub_lock lock;
 	unsigned int nr_full;
 	unsigned int nr_empty;
 	unsigned int full_head;		/* the oldest full sheaf: full[full_head] */
+	unsigned int nr_full_low;	/* the fewest full since the last look */
 	unsigned long nr_ops;		/* sheaves taken and put */
 	struct slab_sheaf *full[MAX_FULL_SHEAVES];	/* a ring of nr_full */
 	struct slab_sheaf *empty[MAX_EMPTY_SHEAVES];

@@ -453,6 +453,10 @@ static void check_barn(struct vstate *v, struct vcache *vc)
 
 	check_barn_sheaves(v, vc, barn->full, barn->full_head, barn->nr_full,
 			   MAX_FULL_SHEAVES, true);
+	/* The idle look would take more than the barn holds. */
+	if (barn->nr_full_low > barn->nr_full)
+		verr(v, "%s: barn: low mark %u above its %u full sheaves",
+		     vc->s->name, barn->nr_full_low, barn->nr_full);
 	check_barn_sheaves(v, vc, barn->empty, 0, barn->nr_empty,
 			   MAX_EMPTY_SHEAVES, false);
 	/*

@@ -246,7 +246,7 @@ static void test_barn_full(void)
  * A CPU that meets the full end of its sheaf, then the empty one, then the
  * full one again gives half a sheaf each time (its frees and allocations
  * alternate); one that meets the full end twice in a row gives the whole
- * sheaf. The barn hands its full sheaves out oldest first, and each
+ * sheaf. The barn hands its full sheaves out newest first, and each
  * exchange leaves the CPU an empty spare, which a shrink frees.
  */
 static void test_one_way_flow(void)
@@ -284,16 +284,75 @@ static void test_one_way_flow(void)
 		kmem_cache_free(s, objs[i]);
 	check_sheaves(name, 1 + 4 + 8, 2);
 	CHECK_STAT(st(name, "barn_put"), 3);
-	/* The next empty sheaf takes the older barn sheaf, of 4. */
+	/* The next empty sheaf takes the newer barn sheaf, the whole one. */
 	q = kmem_cache_alloc(s, GFP_KERNEL);
 	CHECK_EQ(READ_ONCE(pcs_of(s, cpu)->size), 0);
 	again[0] = kmem_cache_alloc(s, GFP_KERNEL);
-	CHECK_EQ(READ_ONCE(pcs_of(s, cpu)->size), 3);
-	check_sheaves(name, 3 + 8, 1);
+	CHECK_EQ(READ_ONCE(pcs_of(s, cpu)->size), 7);
+	check_sheaves(name, 7 + 4, 1);
 	CHECK_EQ(slub_validate(0, NULL, 0), 0);
 	kmem_cache_free(s, q);
 	kmem_cache_free(s, again[0]);
 	for (int i = 13; i < 40; i++)
+		kmem_cache_free(s, objs[i]);
+	done_cache(s);
+}
+
+/* One idle look at s's barn, as idle.c makes it (slab_mutex held). */
+static bool look_at_barn(struct kmem_cache *s)
+{
+	bool r;
+
+	slub_lock(&slab_mutex);
+	r = shrink_idle_barn(s);
+	slub_unlock(&slab_mutex);
+	return r;
+}
+
+/*
+ * The idle look gives back the full sheaves that stayed under every take
+ * since the look before (what a burst of frees left, while the CPU cycles
+ * through the sheaves on top), and the whole barn once no sheaf was taken
+ * or put between two looks. With the barn a queue taken oldest first, or
+ * the mark not kept, the second look leaves the burst's sheaves in place.
+ */
+static void test_barn_unused(void)
+{
+	const char *name = "t-sh-unused";
+	struct kmem_cache *s = fresh_cache(name, 128, 8);
+	unsigned int cpu;
+	void *a, *b;
+
+	if (!s)
+		return;
+	cpu = (unsigned int)sched_getcpu();
+	for (int i = 0; i < 40; i++)
+		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	/* The burst: half a sheaf to the barn, then three whole ones. */
+	for (int i = 0; i < 29; i++)
+		kmem_cache_free(s, objs[i]);
+	check_sheaves(name, 1 + 4 + 3 * 8, 4);
+	/* The first look only sets the mark: all 4 are new to it. */
+	CHECK(!look_at_barn(s));
+	check_sheaves(name, 1 + 4 + 3 * 8, 4);
+	/* The CPU takes the top sheaf (8) and puts half a sheaf back. */
+	a = kmem_cache_alloc(s, GFP_KERNEL);
+	b = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK_EQ(READ_ONCE(pcs_of(s, cpu)->size), 7);
+	kmem_cache_free(s, b);
+	kmem_cache_free(s, a);
+	check_sheaves(name, 5 + 4 + 4 + 8 + 8, 4);
+	CHECK_EQ(slab_clear_stats(name), 0);
+	/* The three under the take go back; the one put since stays. */
+	CHECK(look_at_barn(s));
+	CHECK_STAT(st(name, "idle_flush"), 3);
+	check_sheaves(name, 5 + 4, 1);
+	CHECK_EQ(slub_validate(0, NULL, 0), 0);
+	/* Nothing taken or put since: the whole barn. */
+	CHECK(look_at_barn(s));
+	check_sheaves(name, 5, 0);
+	CHECK_EQ(slub_validate(0, NULL, 0), 0);
+	for (int i = 29; i < 40; i++)
 		kmem_cache_free(s, objs[i]);
 	done_cache(s);
 }
@@ -877,8 +936,9 @@ static void test_producer_consumer(void)
 	check_sheaves(name, 4 + 4 + 3 * 8, 4);
 	x = (struct xfer){ s, 0, 16, again, true };
 	run_on(&x);
-	/* CPU 0's 16 allocations: the half sheaf, then two whole ones. */
-	CHECK_STAT(st(name, "barn_get"), 3);
+	/* CPU 0's 16 allocations: the two newest sheaves, whole ones. */
+	CHECK_STAT(st(name, "barn_get"), 2);
+	check_sheaves(name, 4 + 4 + 8, 2);
 	for (int i = 0; i < 16; i++)
 		CHECK(freed_earlier(again[i], 32));
 	x = (struct xfer){ s, 1, 16, again, false };
@@ -1214,6 +1274,7 @@ int main(void)
 	TEST(test_barn_put_get);
 	TEST(test_barn_full);
 	TEST(test_one_way_flow);
+	TEST(test_barn_unused);
 	TEST(test_capacity_zero);
 	TEST(test_capacity_per_cpu);
 	TEST(test_refill_one_slab);

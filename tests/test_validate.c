@@ -319,7 +319,7 @@ static void test_barn_damage(void)
 	for (int i = 0; i < 7; i++)
 		kmem_cache_free(s, objs[i]);
 	CHECK_EQ(barn->nr_full, 2);
-	/* Empty at the 2nd allocation: the older barn sheaf, then the spare. */
+	/* Empty at the 2nd allocation: the newer barn sheaf, then the spare. */
 	objs[0] = kmem_cache_alloc(s, GFP_KERNEL);
 	objs[1] = kmem_cache_alloc(s, GFP_KERNEL);
 	pcs = per_cpu_ptr(s->cpu_sheaves, cpu);
@@ -345,6 +345,10 @@ static void test_barn_damage(void)
 	barn->nr_full = MAX_FULL_SHEAVES + 1;
 	check_finds("at most");
 	barn->nr_full = 1;
+	saved = barn->nr_full_low;
+	barn->nr_full_low = 2;
+	check_finds("low mark 2 above its 1 full sheaves");
+	barn->nr_full_low = saved;
 	check_clean();
 out:
 	for (int i = 0; i < 16; i++)
