@@ -646,6 +646,16 @@ static void resize_cpu_sheaf(struct kmem_cache *s, unsigned int cpu,
 	free_to_slabs(s, objs, n);
 }
 
+/* Full sheaves out of a barn: objects to their slabs, sheaves to sheaf_cache. */
+static void free_full_sheaves(struct kmem_cache *s, struct slab_sheaf **sheaves,
+			      unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		free_to_slabs(s, sheaves[i]->objects, sheaves[i]->size);
+		free_sheaf(sheaves[i]);
+	}
+}
+
 /*
  * Every object of the barn back to its slab, every sheaf to sheaf_cache,
  * the CPUs' spares with them.
@@ -666,10 +676,7 @@ void barn_shrink(struct kmem_cache *s)
 	WRITE_ONCE(barn->nr_empty, 0);
 	barn->nr_full_low = 0;
 	slub_unlock(&barn->lock);
-	for (unsigned int i = 0; i < nr_full; i++) {
-		free_to_slabs(s, full[i]->objects, full[i]->size);
-		free_sheaf(full[i]);
-	}
+	free_full_sheaves(s, full, nr_full);
 	for (unsigned int i = 0; i < nr_empty; i++)
 		free_sheaf(empty[i]);
 	free_spares(s);
@@ -728,10 +735,7 @@ static unsigned int barn_drop_unused(struct kmem_cache *s, struct node_barn *bar
 	WRITE_ONCE(barn->nr_full, barn->nr_full - n);
 	barn->nr_full_low = barn->nr_full;
 	slub_unlock(&barn->lock);
-	for (unsigned int i = 0; i < n; i++) {
-		free_to_slabs(s, old[i]->objects, old[i]->size);
-		free_sheaf(old[i]);
-	}
+	free_full_sheaves(s, old, n);
 	return n;
 }
 
