@@ -58,11 +58,15 @@ if grep -qE "^BUG[ :]" "$tmp/pre.out"; then
 	failed=1
 fi
 
-# Each module the runner did not report as passed or skipped.
-bad=$(grep -oE '\] test_[a-z0-9_]+ (failed|crashed|timed out)' "$tmp/pre.out" |
-	awk '{ print $2 }' | sort -u)
+# Each module the runner did not report as passed or skipped. One that
+# only "altered the execution environment" (a thread or a file left
+# behind, which depends on timing) passed its tests and is not counted.
+bad=$(grep -E '\] test_[a-z0-9_]+ (failed|crashed|timed out)' "$tmp/pre.out" |
+	grep -v 'failed (env changed)' |
+	grep -oE '\] test_[a-z0-9_]+' | awk '{ print $2 }' | sort -u)
 ok=$(grep -cE '\] test_[a-z0-9_]+ passed' "$tmp/pre.out")
-if [ $rc != 0 ] && [ -z "$bad" ]; then
+changed=$(grep -cE '\] test_[a-z0-9_]+ failed \(env changed\)' "$tmp/pre.out")
+if [ $rc != 0 ] && [ -z "$bad" ] && [ "$changed" = 0 ]; then
 	echo "FAILED: the test runner exited $rc and named no failed module"
 	tail -n 20 "$tmp/pre.out" | sed 's/^/  | /'
 	exit 1
@@ -77,9 +81,9 @@ for m in $bad; do
 		echo "not counted: $m fails without the preload too"
 	fi
 done
-echo "$ok modules passed under the preload"
+echo "$ok modules passed under the preload, $changed changed the environment"
 # A run that passed almost nothing proves nothing.
-if [ "$ok" -lt 30 ]; then
+if [ $((ok + changed)) -lt 30 ]; then
 	echo "FAILED: only $ok modules passed"
 	failed=1
 fi
