@@ -90,13 +90,15 @@ if [ "$what" = bench ] &&
 fi
 
 # tests/malloc_programs.sh runs real programs on libslub-malloc.so: python3
-# and perl it requires, sqlite3 and git it skips when they are missing.
+# and perl it requires, sqlite3, git and xz it skips when they are missing.
 # Building needs none of them: so they are installed as root and only
 # named otherwise.
 if [ "$what" = test ]; then
 	prog_pkgs=""
-	for prog in python3 perl sqlite3 git; do
-		command -v "$prog" >/dev/null 2>&1 || prog_pkgs="$prog_pkgs $prog"
+	for prog in python3 perl sqlite3 git xz; do
+		pkg=$prog
+		[ "$prog" = xz ] && pkg=xz-utils
+		command -v "$prog" >/dev/null 2>&1 || prog_pkgs="$prog_pkgs $pkg"
 	done
 	if [ -z "$prog_pkgs" ]; then
 		:
@@ -109,7 +111,7 @@ if [ "$what" = test ]; then
 			     "malloc_programs will say what it could not run" >&2
 	else
 		echo "deps (test): missing:$prog_pkgs; the malloc_programs test" \
-		     "needs python3 and perl and skips sqlite3 and git" \
+		     "needs python3 and perl and skips sqlite3, git and xz" \
 		     "(as root: apt-get install$prog_pkgs)" >&2
 	fi
 	# tests/malloc_pytests.sh runs CPython's own regression tests, which

@@ -1,17 +1,17 @@
 #!/bin/sh
 # Real programs on libslub-malloc.so through LD_PRELOAD (python3, perl,
-# sqlite3, git, cmake for C++, and a threaded C program). Each one runs
-# twice, under the preload and without it, and the two outputs must be the
-# same (and right on their own: known counts, git's fsck, sqlite's
-# integrity check). Every preloaded run has SLUB_STATS=1, so its report on
-# stderr proves that libslub's malloc was the one running; stderr must
-# carry no "BUG" report.
+# sqlite3, git, cmake for C++, a threaded C program, and xz and sort on
+# their own threads). Each one runs twice, under the preload and without
+# it, and the two outputs must be the same (and right on their own: known
+# counts, git's fsck, sqlite's integrity check). Every preloaded run has
+# SLUB_STATS=1, so its report on stderr proves that libslub's malloc was
+# the one running; stderr must carry no "BUG" report.
 #
 #   malloc_programs.sh LIBSLUB_MALLOC_SO MALLOC_THREADS SLABINFO
 #
-# python3 and perl are required (a missing one is a failure); sqlite3 and
-# git are skipped with a message when missing (scripts/deps.sh test
-# installs all four as root). With SLUB_DEBUG in the environment every
+# python3 and perl are required (a missing one is a failure); sqlite3,
+# git and xz are skipped with a message when missing (scripts/deps.sh test
+# installs all five as root). With SLUB_DEBUG in the environment every
 # preloaded run checks its heap as it goes: a BUG report fails the run.
 set -u
 lib=$1
@@ -415,6 +415,40 @@ ctl sort env LC_ALL=C sort -n "$tmp/lines.txt"
 judge sort "sort: 20,000 lines" sort &&
 	expect "sort: 20,000 lines, the report after stderr's close" \
 		"$tmp/sort.pre.out" test "$(wc -l <"$tmp/sort.pre.out")" = 20000
+
+# ---- xz and sort: Debian's own threaded programs ----------------------------------
+
+# 16 MB of text. xz in 1 MiB blocks on four threads: the main thread
+# hands each block's buffers to a worker and frees them when it is done,
+# most of them large blocks from the page allocator. The output is the
+# same whatever the timing (the blocks are cut by size), and it must
+# decompress to the input. Then the same file decompressed on four
+# threads, and sorted with sort's own threads.
+awk 'BEGIN { for (i = 0; i < 400000; i++)
+	printf "%d %x line %d\n", (i * 7919) % 100003, (i * 2654435761) % 4294967291, i }' \
+	>"$tmp/big.txt"
+xz_ok() {
+	xz -d -c "$tmp/xzc.pre.out" | cmp -s - "$tmp/big.txt"
+}
+if ! find_prog xz >/dev/null; then
+	skip "xz: not installed (scripts/deps.sh test installs xz-utils as root)"
+else
+	pre xzc xz -T4 -3 --block-size=1MiB -c "$tmp/big.txt"
+	ctl xzc xz -T4 -3 --block-size=1MiB -c "$tmp/big.txt"
+	judge xzc "xz -T4: 16 MB in 1 MiB blocks" xz &&
+		expect "xz -T4: 16 MB in 1 MiB blocks, decompressed back" \
+			"$tmp/xzc.pre.err" xz_ok
+	pre xzd xz -T4 -d -c "$tmp/xzc.ctl.out"
+	ctl xzd xz -T4 -d -c "$tmp/xzc.ctl.out"
+	judge xzd "xz -T4 -d: 16 blocks" xz &&
+		expect "xz -T4 -d: 16 blocks, the input again" \
+			"$tmp/xzd.pre.err" cmp -s "$tmp/xzd.pre.out" "$tmp/big.txt"
+fi
+pre psort env LC_ALL=C sort --parallel=4 -S 64M -k2,2 "$tmp/big.txt"
+ctl psort env LC_ALL=C sort --parallel=4 -S 64M -k2,2 "$tmp/big.txt"
+judge psort "sort --parallel=4: 400,000 lines" sort &&
+	expect "sort --parallel=4: 400,000 lines, in order" "$tmp/psort.pre.out" \
+		env LC_ALL=C sort -c -k2,2 "$tmp/psort.pre.out"
 
 [ $skipped = 0 ] || echo "$skipped skipped"
 echo "$passed passed, $failed failed"
