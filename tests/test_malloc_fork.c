@@ -30,6 +30,7 @@
 #include "malloc_internal.h"
 #include "percpu.h"
 #include "slub_internal.h"
+#include "tagged_obj.h"
 
 #define MiB		(1024UL * 1024)
 #define NR_FORKS	200
@@ -39,25 +40,6 @@
 
 static int stop;
 static unsigned long worker_ops, worker_errors;
-
-/* A block and its size: the first and last words hold the tag. */
-struct obj {
-	unsigned long *p;
-	size_t size;
-	unsigned long tag;
-};
-
-static void tag(struct obj *o, unsigned long t)
-{
-	o->tag = t;
-	o->p[0] = t;
-	o->p[o->size / sizeof(long) - 1] = ~t;
-}
-
-static bool tagged(const struct obj *o)
-{
-	return o->p[0] == o->tag && o->p[o->size / sizeof(long) - 1] == ~o->tag;
-}
 
 /* Mostly small, some page blocks, a few huge (mmap'd) blocks. */
 static size_t pick_size(unsigned long long *rnd, bool huge)

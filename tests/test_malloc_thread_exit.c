@@ -21,6 +21,7 @@
 #include "helpers.h"
 #include "test.h"
 #include "page_alloc.h"
+#include "tagged_obj.h"
 
 #define THREADS_PER_CPU	8
 #define ROUNDS		40
@@ -29,13 +30,6 @@
 
 extern void *__dso_handle;
 int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso);
-
-/* A block and its size: the first and last words hold the tag. */
-struct obj {
-	unsigned long *p;
-	size_t size;
-	unsigned long tag;
-};
 
 struct bag {
 	struct obj o[BAG];
@@ -51,7 +45,7 @@ static struct obj handed[HANDED_MAX];
 static unsigned int nr_handed;
 static unsigned long bad, order_bad, huge_made;
 
-/* 8 bytes to 8 KiB mostly; one in 16 a page block, one in 512 huge. */
+/* 16 bytes to 8 KiB mostly; one in 16 a page block, one in 512 huge. */
 static size_t pick_size(unsigned long long *seed)
 {
 	unsigned long long r = rnd_next(seed);
@@ -63,18 +57,6 @@ static size_t pick_size(unsigned long long *seed)
 	if (r % 16 == 0)
 		return 16384 + (r >> 20) % (512 * 1024);
 	return 16 + (r >> 24) % 8192;
-}
-
-static void tag(struct obj *o, unsigned long t)
-{
-	o->tag = t;
-	o->p[0] = t;
-	o->p[o->size / sizeof(long) - 1] = ~t;
-}
-
-static bool tagged(const struct obj *o)
-{
-	return o->p[0] == o->tag && o->p[o->size / sizeof(long) - 1] == ~o->tag;
 }
 
 static void make(struct obj *o, unsigned long long *seed)
