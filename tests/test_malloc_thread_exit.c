@@ -130,6 +130,9 @@ static void tls_dtor(void *arg)
 		unsigned long *q = realloc(b->o[1].p, n);
 
 		if (q) {
+			/* Moved or not, the block's first word came along. */
+			if (q[0] != b->o[1].tag)
+				__atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
 			b->o[1].p = q;
 			b->o[1].size = n;
 			tag(&b->o[1], b->o[1].tag + 1);
