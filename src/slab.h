@@ -220,7 +220,8 @@ struct slab_sheaf {
  * out outside it (sheaf.c). Both are stacks: a full sheaf is taken newest
  * first, as the kernel's barn does (list_add() and list_first_entry()),
  * so that a CPU that both frees and allocates cycles through the few
- * sheaves on top and the older ones stay put. The full ones are kept in
+ * sheaves on top and the older ones stay put; the newest that the taking
+ * CPU put comes before any other (full_cpu[]). The full ones are kept in
  * a ring all the same: the idle look (idle.c) takes those that no take
  * reached since the last look, nr_full_low of them, off the bottom.
  */
@@ -232,6 +233,7 @@ struct node_barn {
 	unsigned int nr_full_low;	/* the fewest full since the last look */
 	unsigned long nr_ops;		/* sheaves taken and put */
 	struct slab_sheaf *full[MAX_FULL_SHEAVES];	/* a ring of nr_full */
+	uint16_t full_cpu[MAX_FULL_SHEAVES];	/* the CPU that put each, same ring */
 	struct slab_sheaf *empty[MAX_EMPTY_SHEAVES];
 	unsigned long nr_ops_seen;	/* nr_ops at the last idle look (idle.c) */
 };

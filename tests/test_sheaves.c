@@ -209,6 +209,57 @@ static void test_barn_put_get(void)
 }
 
 /*
+ * A CPU takes the newest full sheaf that it put itself, not the newest
+ * of all (barn_newest_of()): CPU 1 puts a sheaf, then CPU 0 one on top;
+ * CPU 1, its sheaf emptied, gets its own back, whose objects its frees
+ * put there, and CPU 0 then gets its own. Taking the top, CPU 1 would get
+ * CPU 0's.
+ */
+static void test_barn_own_first(void)
+{
+	const char *name = "t-sh-own";
+	struct kmem_cache *s;
+	void *q;
+	int n = 0;
+
+	if (nr_cpus_allowed() < 2) {
+		fprintf(stderr, "one CPU: skipped\n");
+		return;
+	}
+	s = fresh_cache(name, 128, 8);
+	if (!s)
+		return;
+	for (int i = 0; i < 18; i++)
+		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	/* CPU 1: 8 fill its empty sheaf, the 9th puts objs[13..16] in the barn. */
+	migrate_to(1);
+	for (int i = 9; i < 18; i++)
+		kmem_cache_free(s, objs[i]);
+	/* CPU 0 (2 left from its refills): the 7th puts objs[2..5] on top. */
+	migrate_to(0);
+	for (int i = 0; i < 9; i++)
+		kmem_cache_free(s, objs[i]);
+	CHECK_STAT(st(name, "barn_put"), 2);
+	/* CPU 1 empties its sheaf (5), then takes from the barn. */
+	migrate_to(1);
+	for (int i = 0; i < 5; i++)
+		again[n++] = kmem_cache_alloc(s, GFP_KERNEL);
+	q = again[n++] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK_STAT(st(name, "barn_get"), 1);
+	CHECK(q == objs[16]);
+	/* CPU 0 empties its sheaf (7) and takes the other, its own. */
+	migrate_to(0);
+	for (int i = 0; i < 7; i++)
+		again[n++] = kmem_cache_alloc(s, GFP_KERNEL);
+	q = again[n++] = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK_STAT(st(name, "barn_get"), 2);
+	CHECK(q == objs[5]);
+	for (int i = 0; i < n; i++)
+		kmem_cache_free(s, again[i]);
+	done_cache(s);
+}
+
+/*
  * With the barn full, what a full sheaf gives up goes back to its slabs.
  * The frees run one way, so after the first half the sheaf goes whole
  * (note_flow()).
@@ -1272,6 +1323,7 @@ int main(void)
 	TEST(test_defaults_and_files);
 	TEST(test_lifo);
 	TEST(test_barn_put_get);
+	TEST(test_barn_own_first);
 	TEST(test_barn_full);
 	TEST(test_one_way_flow);
 	TEST(test_barn_unused);
