@@ -131,9 +131,9 @@ static void free_spares(struct kmem_cache *s)
  * their sheaves (two pinned threads of 256-1024-byte churn, 23,000 of
  * 65,000 takes a second), and ran at 0.76-0.82 of tcmalloc's rate where
  * one thread ran at 0.91-0.94; this way at 0.84 (256-1024 bytes) and
- * 0.96 (16-1024). A CPU that only allocates (a producer) has
- * none of its own and takes the newest, as before. Ring index (0: the
- * oldest); barn lock held, nr_full > 0.
+ * 0.96 (16-1024). A CPU that only allocates (a producer) has none of its
+ * own and takes the newest, as before. Ring index (0: the oldest); barn
+ * lock held, nr_full > 0.
  */
 static unsigned int barn_newest_of(struct node_barn *barn, unsigned int cpu)
 {
@@ -160,9 +160,9 @@ static struct slab_sheaf *barn_unlink_full(struct node_barn *barn, unsigned int 
 }
 
 /*
- * The objects of the full sheaf barn_newest_of() picks into objs, the CPU's spare onto the
- * barn's empty stack in the same hold, and the emptied sheaf as the new
- * spare.
+ * The objects of the full sheaf barn_newest_of() picks into objs, the
+ * CPU's spare onto the barn's empty stack in the same hold, and the
+ * emptied sheaf as the new spare.
  * Returns how many, 0 when the barn has no full sheaf.
  */
 static unsigned int barn_take_full(struct kmem_cache *s, struct node_barn *barn,
