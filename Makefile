@@ -87,10 +87,13 @@ bench-detail:
 	./build-release/bench/bench_rr -o results/rr.json $(RR_BENCH_ARGS)
 	./build-release/bench/bench_malloc -L build-release/libslub-malloc.so \
 		-o results/malloc.json $(MALLOC_BENCH_ARGS)
+	./build-release/bench/bench_malloc -L build-release/libslub-malloc.so \
+		-W single,prodcons,oversub -s 16-65536 \
+		-o results/malloc_medium.json $(MALLOC_BENCH_ARGS)
 	./build-release/bench/bench_burst -L build-release/libslub-malloc.so \
 		-o results/burst.json $(BURST_BENCH_ARGS)
 	@echo "results: results/page_alloc.json results/slab.json results/rr.json" \
-	      "results/malloc.json results/burst.json"
+	      "results/malloc.json results/malloc_medium.json results/burst.json"
 
 install: build
 	$(CMAKE) --install build --prefix $(PREFIX)

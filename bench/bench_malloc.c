@@ -58,7 +58,7 @@
 #include "bench_common.h"
 
 #define MAX_REPS	64
-#define MIN_SIZE	16
+#define MIN_SIZE	16	/* the default size range (-s) */
 #define MAX_SIZE	1024
 #define RING		1024	/* slots per prodcons ring, a power of two */
 #define CHECK_EVERY	256	/* iterations between looks at the clock/stop */
@@ -84,10 +84,12 @@ static const char *const alloc_name[NR_ALLOCS] = {
 static struct {
 	double duration;
 	unsigned int reps, pairs, threads, ws;
+	size_t min_size, max_size;	/* -s: the C workloads' sizes */
 	bool wl_on[NR_WL], alloc_on[NR_ALLOCS];
 	const char *slub_path, *json;
 } opt = {
 	.duration = 1.0, .reps = 3, .pairs = 2, .ws = 10000,
+	.min_size = MIN_SIZE, .max_size = MAX_SIZE,
 };
 
 struct sample {
@@ -121,7 +123,7 @@ static inline uint64_t rnd(uint64_t *s)
 
 static inline size_t rnd_size(uint64_t *s)
 {
-	return MIN_SIZE + rnd(s) % (MAX_SIZE - MIN_SIZE + 1);
+	return opt.min_size + rnd(s) % (opt.max_size - opt.min_size + 1);
 }
 
 /* Allocate and touch the first and last byte, as a user of the memory would. */
@@ -424,8 +426,9 @@ static void run_one(unsigned int w, unsigned int a)
 	if (is_cxx(w))
 		fprintf(stderr, "%s %s %s %s\n", cxx_path, cxx_argv[1], cxx_secs, cxx_objs);
 	else
-		fprintf(stderr, "%s -X %u -d %g -p %u -t %u -w %u\n", child_argv[0], w,
-			opt.duration, opt.pairs, opt.threads, opt.ws);
+		fprintf(stderr, "%s -X %u -d %g -p %u -t %u -w %u -s %zu-%zu\n",
+			child_argv[0], w, opt.duration, opt.pairs, opt.threads, opt.ws,
+			opt.min_size, opt.max_size);
 }
 
 /* ---- Report ---------------------------------------------------------------- */
@@ -571,11 +574,11 @@ static void print_tables(void)
 			       lib_real[a][0] ? lib_real[a] : "not found, left out");
 	printf("each run: %.2f s in a child under LD_PRELOAD; single: 1 thread, "
 	       "working set %u;\n  prodcons: %u pairs (%u threads); oversub: %u "
-	       "threads; sizes %d..%d bytes; op = malloc + free\n"
+	       "threads; sizes %zu..%zu bytes; op = malloc + free\n"
 	       "  cxx, cxx-unsized: single through operator new and the sized or "
 	       "unsized delete\n",
 	       opt.duration, opt.ws, opt.pairs, 2 * opt.pairs, opt.threads,
-	       MIN_SIZE, MAX_SIZE);
+	       opt.min_size, opt.max_size);
 	printf("best peer: the best of glibc, jemalloc, tcmalloc, mimalloc "
 	       "(throughput: ratio < 1 is slower; RSS: ratio > 1 is more)\n");
 	print_table(false);
@@ -607,9 +610,9 @@ static void write_json(const char *path)
 	fprintf(f, ", \"kernel\": ");
 	json_str(f, u.release);
 	fprintf(f, "},\n  \"config\": {\"duration_s\": %.3f, \"reps\": %u, \"pairs\": %u, "
-		"\"oversub_threads\": %u, \"working_set\": %u, \"min_size\": %d, "
-		"\"max_size\": %d},\n  \"allocators\": {", opt.duration, opt.reps,
-		opt.pairs, opt.threads, opt.ws, MIN_SIZE, MAX_SIZE);
+		"\"oversub_threads\": %u, \"working_set\": %u, \"min_size\": %zu, "
+		"\"max_size\": %zu},\n  \"allocators\": {", opt.duration, opt.reps,
+		opt.pairs, opt.threads, opt.ws, opt.min_size, opt.max_size);
 	first = true;
 	for (unsigned int a = 0; a < NR_ALLOCS; a++) {
 		if (!opt.alloc_on[a])
@@ -695,10 +698,11 @@ static void usage(void)
 		"usage: bench_malloc [-d secs] [-r reps] [-p pairs] [-t threads] [-w objs]\n"
 		"                    [-W single,prodcons,oversub,cxx,cxx-unsized]\n"
 		"                    [-a glibc,libslub,...]\n"
-		"                    [-L libslub-malloc.so] [-o out.json]\n"
+		"                    [-s min-max] [-L libslub-malloc.so] [-o out.json]\n"
 		"  -d  seconds per run (1.0)      -r  repetitions, median (3)\n"
 		"  -p  prodcons pairs (2)         -t  oversub threads (8 x CPUs)\n"
 		"  -w  working set, objects (10000; oversub splits it over its threads)\n"
+		"  -s  sizes, bytes, uniform (16-1024; the cxx workloads keep 16-1024)\n"
 		"  -L  libslub-malloc.so (default: next to or above this program)\n");
 	exit(2);
 }
@@ -736,13 +740,17 @@ int main(int argc, char **argv)
 	for (unsigned int a = 0; a < NR_ALLOCS; a++)
 		opt.alloc_on[a] = true;
 	opt.threads = 8 * (unsigned int)sysconf(_SC_NPROCESSORS_ONLN);
-	while ((c = getopt(argc, argv, "d:r:p:t:w:W:a:L:o:X:h")) != -1) {
+	while ((c = getopt(argc, argv, "d:r:p:t:w:s:W:a:L:o:X:h")) != -1) {
 		switch (c) {
 		case 'd': opt.duration = strtod(optarg, &end); break;
 		case 'r': opt.reps = (unsigned int)strtoul(optarg, NULL, 10); break;
 		case 'p': opt.pairs = (unsigned int)strtoul(optarg, NULL, 10); break;
 		case 't': opt.threads = (unsigned int)strtoul(optarg, NULL, 10); break;
 		case 'w': opt.ws = (unsigned int)strtoul(optarg, NULL, 10); break;
+		case 's':
+			if (sscanf(optarg, "%zu-%zu", &opt.min_size, &opt.max_size) != 2)
+				usage();
+			break;
 		case 'W': parse_list(optarg, wl_name, NR_WL, opt.wl_on); break;
 		case 'a': parse_list(optarg, alloc_name, NR_ALLOCS, opt.alloc_on); break;
 		case 'L': opt.slub_path = optarg; break;
@@ -752,7 +760,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (opt.duration <= 0 || !opt.reps || opt.reps > MAX_REPS || !opt.pairs ||
-	    !opt.threads || !opt.ws || optind != argc)
+	    !opt.threads || !opt.ws || optind != argc || !opt.min_size ||
+	    opt.min_size > opt.max_size)
 		usage();
 	if (child_wl >= 0)
 		return child_wl < NR_WL ? child_main((unsigned int)child_wl) : 2;

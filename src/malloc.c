@@ -171,6 +171,12 @@ __noinline void *slub_malloc_slow(size_t size, gfp_t gfp, unsigned long caller)
 		return slab_alloc_node(kmalloc_slab(size < MIN_MALLOC ? MIN_MALLOC : size),
 				       gfp, (unsigned int)size, caller);
 	}
+	/* The medium classes: slab objects, as the small ones. */
+	if (size <= kmalloc_cache_max) {
+		p = slab_alloc_node(kmalloc_slab_any(size), gfp | __GFP_NOWARN,
+				    (unsigned int)size, caller);
+		return p ? p : page_block_fallback(size, 0);
+	}
 	if (size <= MAX_PAGES_SIZE) {
 		p = arena_low() ? NULL : kmalloc(size, gfp | __GFP_NOWARN);
 		return p ? p : page_block_fallback(size, 0);

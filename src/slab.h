@@ -53,8 +53,11 @@
 #define MAX_PARTIAL		10
 #define ARCH_SLAB_MINALIGN	8
 #define KMALLOC_MIN_SIZE	8
-#define KMALLOC_SHIFT_HIGH	13	/* kmalloc-8192: larger goes to pages */
+#define KMALLOC_SHIFT_HIGH	13	/* kmalloc-8192: the kernel's last class */
 #define KMALLOC_MAX_CACHE_SIZE	(1U << KMALLOC_SHIFT_HIGH)
+/* The fine classes' last: kmalloc-64k (kmalloc.c, "medium classes"). */
+#define KMALLOC_SHIFT_MEDIUM	16
+#define KMALLOC_MAX_MEDIUM_SIZE	(1U << KMALLOC_SHIFT_MEDIUM)
 
 /* SLUB statistics: every item of the kernel's enum stat_item before sheaves. */
 enum stat_item {
@@ -180,6 +183,7 @@ struct kmem_cache_cpu {
  * zone->lock).
  */
 #define SHEAF_MAX_CAPACITY	64
+#define SHEAF_MEDIUM_BYTES	(1024 << 10)	/* a sheaf of objects over 8 KiB */
 #define MAX_FULL_SHEAVES	10	/* per barn, as the kernel */
 #define MAX_EMPTY_SHEAVES	10
 

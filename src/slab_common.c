@@ -190,6 +190,27 @@ int calculate_order(unsigned int size)
 	return order <= MAX_PAGE_ORDER ? (int)order : -EINVAL;
 }
 
+/*
+ * The order of a medium kmalloc class's slabs (past kmalloc-8k): the
+ * lowest, from the one that holds an object up to three above it, that
+ * wastes at most 1/16 of the slab, else 1/8. calculate_order() gives them
+ * one object a slab within slub_max_order or at the object's own order,
+ * up to three eighths of it waste (kmalloc-40960 in 64 KiB): what a block
+ * of 2^order pages wasted. Those slabs are only backed where touched.
+ */
+static int calculate_medium_order(unsigned int size)
+{
+	unsigned int lo = get_order(size), hi = min(lo + 3, (unsigned int)MAX_PAGE_ORDER);
+
+	for (unsigned int fraction = 16; fraction >= 8; fraction /= 2) {
+		unsigned int order = calc_slab_order(size, lo, hi, fraction);
+
+		if (order <= hi)
+			return (int)order;
+	}
+	return lo <= MAX_PAGE_ORDER ? (int)lo : -EINVAL;
+}
+
 static unsigned int calculate_alignment(slab_flags_t flags, unsigned int align,
 					unsigned int size)
 {
@@ -248,7 +269,12 @@ int calculate_sizes(struct kmem_cache *s, int forced_order)
 		size += s->red_left_pad;
 	}
 	size = ALIGN(size, s->align);
-	order = forced_order >= 0 ? forced_order : calculate_order(size);
+	if (forced_order >= 0)
+		order = forced_order;
+	else if ((flags & SLAB_KMALLOC) && s->object_size > KMALLOC_MAX_CACHE_SIZE)
+		order = calculate_medium_order(size);
+	else
+		order = calculate_order(size);
 	if (order < 0 || order > MAX_PAGE_ORDER ||
 	    order_objects((unsigned int)order, size) == 0)
 		return -EINVAL;

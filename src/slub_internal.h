@@ -469,7 +469,7 @@ static inline struct slab *virt_to_slab(const void *addr)
 }
 
 /* kmalloc's caches, smallest first (kmalloc.c has the two sets). */
-#define KMALLOC_MAX_CLASSES	40
+#define KMALLOC_MAX_CLASSES	48
 extern __internal struct kmem_cache *kmalloc_caches[KMALLOC_MAX_CLASSES];
 /* Sizes 0 ... KMALLOC_MAX_CACHE_SIZE, by (size + 7) / 8, to their class. */
 extern __internal uint8_t kmalloc_class[KMALLOC_MAX_CACHE_SIZE / 8 + 1];
@@ -484,6 +484,31 @@ extern __internal char *kmalloc_sheaf16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
 static inline struct kmem_cache *kmalloc_slab(size_t size)
 {
 	return kmalloc_caches[kmalloc_class[(size + 7) >> 3]];
+}
+
+/*
+ * The largest size a kmalloc cache takes: KMALLOC_MAX_CACHE_SIZE with the
+ * kernel's classes, KMALLOC_MAX_MEDIUM_SIZE with the fine ones; above it,
+ * a block of pages. kmalloc_medium_base: the class index of the first
+ * above KMALLOC_MAX_CACHE_SIZE.
+ */
+extern __internal unsigned int kmalloc_cache_max;
+extern __internal unsigned int kmalloc_medium_base;
+
+/*
+ * 1 <= size <= kmalloc_cache_max, slab layer up. Above kmalloc-8k the
+ * classes are four to each power of two, so the class is arithmetic: for
+ * 2^k < size <= 2^(k+1), the quarter of 2^k that size - 1 - 2^k falls in.
+ */
+static inline struct kmem_cache *kmalloc_slab_any(size_t size)
+{
+	unsigned int k;
+
+	if (size <= KMALLOC_MAX_CACHE_SIZE)
+		return kmalloc_slab(size);
+	k = 63 - (unsigned int)__builtin_clzl(size - 1);
+	return kmalloc_caches[kmalloc_medium_base + 4 * (k - KMALLOC_SHIFT_HIGH) +
+			      ((size - 1 - (1UL << k)) >> (k - 2))];
 }
 
 /* kmalloc of size bytes from the cache s (slub_kunit's __kmalloc_cache). */

@@ -443,7 +443,7 @@ static void test_calloc_zeroes(void)
 		CHECK(q != NULL);
 		if (!q)
 			continue;
-		if (n <= 8192)
+		if (n <= 8192 || (n <= 65536 && fine_classes()))
 			CHECK_REUSED(q, old);
 		if (!all_bytes(q, n, 0)) {
 			fprintf(stderr, "calloc(1, %zu): not zeroed\n", n);
@@ -762,6 +762,92 @@ static void test_usable_size(void)
 	}
 }
 
+/*
+ * Past kmalloc-8k the fine classes go on to kmalloc-64k, four to each
+ * power of two, as slab objects: each size to the smallest class that
+ * holds it, a freed object straight back to the next malloc of its class
+ * (the CPU sheaf), power-of-two classes aligned to their size, slabs that
+ * waste at most an eighth, and a block of pages past the last class. With
+ * the kernel's classes everything past kmalloc-8k is a block of pages.
+ */
+static void test_medium_classes(void)
+{
+	static const size_t classes[] = {
+		10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768,
+		40960, 49152, 57344, 65536,
+	};
+	static const size_t sizes[] = {
+		8193, 9000, 10240, 10241, 12288, 14000, 16384, 16385, 20000,
+		24577, 28672, 32769, 40000, 49152, 50000, 57345, 65536, 65537,
+		100000,
+	};
+	bool fine = fine_classes();
+
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		size_t n = sizes[i], want = 0;
+		unsigned char *p = malloc(hide_size(n)), *q;
+		uintptr_t old = (uintptr_t)p;
+
+		for (size_t c = 0; fine && c < ARRAY_SIZE(classes) && !want; c++)
+			if (classes[c] >= n)
+				want = classes[c];
+		if (!want)		/* a block of 2^order pages */
+			for (want = 8192; want < n; want <<= 1)
+				;
+		CHECK(p != NULL);
+		if (!p)
+			continue;
+		if (malloc_usable_size(p) != want) {
+			fprintf(stderr, "malloc(%zu): usable %zu, want %zu\n", n,
+				malloc_usable_size(p), want);
+			CHECK(0);
+		}
+		/* Objects at multiples of the size in a slab aligned to its own. */
+		CHECK(aligned(p, want & -want));
+		fill(p, n, 7);
+		q = realloc(p, hide_size(n + n / 2));	/* the next class or two up */
+		CHECK(q != NULL);
+		if (!q)
+			continue;
+		CHECK_EQ(check_fill(q, n, 7), n);
+		free(q);
+		if (!fine || n > 65536)
+			continue;
+		/* The same class again: the object on top of the CPU sheaf. */
+		p = malloc(hide_size(n));
+		old = (uintptr_t)p;
+		free(p);
+		p = malloc(hide_size(want));
+		CHECK_REUSED(p, old);
+		free(p);
+	}
+	if (!fine || kmalloc_debug)
+		return;
+	for (size_t c = 0; c < ARRAY_SIZE(classes); c++) {
+		char path[64];
+		long long objs, order, cap;
+
+		snprintf(path, sizeof(path), "slab/kmalloc-%zu%s/objs_per_slab",
+			 classes[c] & (classes[c] - 1) ? classes[c] : classes[c] >> 10,
+			 classes[c] & (classes[c] - 1) ? "" : "k");
+		objs = sysfs_num(path);
+		*strrchr(path, '/') = 0;
+		strcat(path, "/order");
+		order = sysfs_num(path);
+		CHECK(objs >= 1 && order >= 0);
+		if ((size_t)objs * classes[c] * 8 < (PAGE << order) * 7) {
+			fprintf(stderr, "kmalloc-%zu: %lld objects in order %lld\n",
+				classes[c], objs, order);
+			CHECK(0);
+		}
+		/* A CPU sheaf holds 2..64 of them, 1 MiB at most. */
+		*strrchr(path, '/') = 0;
+		strcat(path, "/sheaf_capacity");
+		cap = sysfs_num(path);
+		CHECK(cap >= 2 && cap <= 64 && (size_t)cap * classes[c] <= MiB);
+	}
+}
+
 static void test_free_sized(void)
 {
 	uintptr_t old;
@@ -775,9 +861,10 @@ static void test_free_sized(void)
 	CHECK_REUSED(p, old);
 	free_sized(p, 72);
 
-	p = malloc(hide_size(50000));
+	/* A block of pages past the last kmalloc class of either set. */
+	p = malloc(hide_size(200000));
 	old = (uintptr_t)p;
-	free_sized(p, 50000);
+	free_sized(p, 200000);
 	CHECK_EQ(ksize((void *)old), 0);
 
 	p = malloc(hide_size(10 * MiB));
@@ -999,11 +1086,11 @@ static void bad_frees(void)
 	CHECK(malloc_usable_size(huge) >= hn);
 	CHECK(mapped(huge, hn));
 
-	/* Inside a page block of the arena. */
-	block = malloc(hide_size(64 * KiB));
-	check_bad_free("block + 4 KiB", block, 64 * KiB, block + PAGE);
-	check_bad_free("block + 32", block, 64 * KiB, block + 32);
-	CHECK_EQ(ksize(block), 64 * KiB);
+	/* Inside a page block of the arena (past kmalloc-64k). */
+	block = malloc(hide_size(256 * KiB));
+	check_bad_free("block + 4 KiB", block, 256 * KiB, block + PAGE);
+	check_bad_free("block + 32", block, 256 * KiB, block + 32);
+	CHECK_EQ(ksize(block), 256 * KiB);
 
 	/* Inside a slab object: reported, not freed, never handed out. */
 	{
@@ -1098,12 +1185,18 @@ static void double_free_small(void)
 		free((void *)v[i]);
 }
 
-/* A page block and a huge block freed twice: reported too. */
+/*
+ * A medium class's object, a page block and a huge block freed twice:
+ * reported too, the object as a small one is (a block of pages with the
+ * kernel's classes).
+ */
 static void double_free_large(void)
 {
-	static const size_t sizes[] = { 20000, 10 * MiB };
+	static const size_t sizes[] = { 20000, 200000, 10 * MiB };
 
 	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		const char *want = sizes[i] == 20000 && fine_classes() ?
+				   "BUG kmalloc-20480" : "BUG: free(): invalid pointer";
 		struct free_arg a;
 		char out[2048];
 		void *x, *y;
@@ -1111,7 +1204,7 @@ static void double_free_large(void)
 		a.p = malloc(hide_size(sizes[i]));
 		free(a.p);
 		capture_stderr(do_free, &a, out, sizeof(out));
-		if (!strstr(out, "BUG: free(): invalid pointer")) {
+		if (!strstr(out, want)) {
 			fprintf(stderr, "double free of %zu: report was '%s'\n",
 				sizes[i], out);
 			CHECK(0);
@@ -1310,6 +1403,7 @@ int main(void)
 	TEST(test_memalign_glibc);
 	TEST(test_valloc_pvalloc);
 	TEST(test_usable_size);
+	TEST(test_medium_classes);
 	TEST(test_free_sized);
 	TEST(test_free_keeps_errno);
 	TEST(test_libc_names);

@@ -84,7 +84,8 @@ static void test_purge_after_delay(void)
 	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "-1"), 0);
 	freed = burst_and_free();
 	sleep_ms(100);
-	free(malloc(opaque_size(64 << 10)));		/* the page allocator: a look */
+	/* A block of pages with either set of classes: the page allocator looks. */
+	free(malloc(opaque_size(256 << 10)));
 	waited = rss_kib();
 	/* Never: nothing went back while the pages waited. */
 	CHECK(freed - waited < 8 << 10);
@@ -93,7 +94,7 @@ static void test_purge_after_delay(void)
 	sleep_ms(100);
 	/* A pass releases at most 256 blocks; a program that goes on runs more. */
 	for (int i = 0; i < 64; i++)
-		free(malloc(opaque_size(64 << 10)));
+		free(malloc(opaque_size(256 << 10)));
 	purged = rss_kib();
 	fprintf(stderr, "rss after the frees %ld KiB, %ld with no purge, %ld "
 		"purged\n", freed, waited, purged);
