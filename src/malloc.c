@@ -406,7 +406,7 @@ MALLOC_API void *reallocarray(void *p, size_t n, size_t size)
  */
 static size_t aligned_class_size(size_t want, size_t align)
 {
-	for (unsigned int c = kmalloc_class[(want + 7) >> 3];
+	for (unsigned int c = kmalloc_index_any(want);
 	     c < KMALLOC_MAX_CLASSES && kmalloc_caches[c]; c++) {
 		const struct kmem_cache *s = kmalloc_caches[c];
 
@@ -430,7 +430,7 @@ void *slub_aligned(size_t align, size_t size, unsigned long caller)
 	want = size > align ? size : align;
 	if (want > MAX_PAGES_SIZE || align > MAX_PAGES_SIZE)
 		return huge_alloc(size, align);
-	if (want <= KMALLOC_MAX_CACHE_SIZE) {
+	if (want <= kmalloc_cache_max) {
 		size_t pow2 = MIN_MALLOC, cls = aligned_class_size(want, align);
 
 		if (cls) {

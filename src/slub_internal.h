@@ -500,15 +500,20 @@ extern __internal unsigned int kmalloc_medium_base;
  * classes are four to each power of two, so the class is arithmetic: for
  * 2^k < size <= 2^(k+1), the quarter of 2^k that size - 1 - 2^k falls in.
  */
-static inline struct kmem_cache *kmalloc_slab_any(size_t size)
+static inline unsigned int kmalloc_index_any(size_t size)
 {
 	unsigned int k;
 
 	if (size <= KMALLOC_MAX_CACHE_SIZE)
-		return kmalloc_slab(size);
+		return kmalloc_class[(size + 7) >> 3];
 	k = 63 - (unsigned int)__builtin_clzl(size - 1);
-	return kmalloc_caches[kmalloc_medium_base + 4 * (k - KMALLOC_SHIFT_HIGH) +
-			      ((size - 1 - (1UL << k)) >> (k - 2))];
+	return kmalloc_medium_base + 4 * (k - KMALLOC_SHIFT_HIGH) +
+	       (unsigned int)((size - 1 - (1UL << k)) >> (k - 2));
+}
+
+static inline struct kmem_cache *kmalloc_slab_any(size_t size)
+{
+	return kmalloc_caches[kmalloc_index_any(size)];
 }
 
 /* kmalloc of size bytes from the cache s (slub_kunit's __kmalloc_cache). */

@@ -577,6 +577,9 @@ static void test_aligned_class(void)
 	static const struct { size_t align, size, fine, kernel; } cases[] = {
 		{ 64, 129, 192, 192 }, { 64, 520, 640, 1024 }, { 32, 100, 128, 128 },
 		{ 512, 3000, 3072, 4096 }, { 256, 5000, 5120, 8192 },
+		/* The medium classes; with the kernel's, blocks of pages. */
+		{ 2048, 9000, 10240, 16384 }, { 4096, 20000, 20480, 32768 },
+		{ 16384, 20000, 32768, 32768 }, { 64, 50000, 57344, 65536 },
 	};
 	void *probe = malloc(hide_size(1100));
 	bool fine = malloc_usable_size(probe) == 1280;	/* else 2048 */
@@ -881,10 +884,23 @@ static void test_free_sized(void)
 	CHECK_REUSED(p, old);
 	free_aligned_sized(p, 256, 256);
 
+	/* kmalloc-64k with the fine classes: back on the CPU sheaf. */
 	p = aligned_alloc(64 * KiB, hide_size(64 * KiB));
 	old = (uintptr_t)p;
 	CHECK(aligned(p, 64 * KiB));
 	free_aligned_sized(p, 64 * KiB, 64 * KiB);
+	if (fine_classes()) {
+		p = aligned_alloc(64 * KiB, hide_size(64 * KiB));
+		CHECK_REUSED(p, old);
+		free_aligned_sized(p, 64 * KiB, 64 * KiB);
+	} else {
+		CHECK_EQ(ksize((void *)old), 0);
+	}
+
+	p = aligned_alloc(256 * KiB, hide_size(256 * KiB));
+	old = (uintptr_t)p;
+	CHECK(aligned(p, 256 * KiB));
+	free_aligned_sized(p, 256 * KiB, 256 * KiB);
 	CHECK_EQ(ksize((void *)old), 0);
 
 	p = aligned_alloc(8 * MiB, hide_size(8 * MiB));
