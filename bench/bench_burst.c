@@ -3,7 +3,7 @@
  * bench_burst: how much memory each allocator gives back after a burst,
  * libslub-malloc.so against glibc, jemalloc, tcmalloc and mimalloc.
  *
- * The child allocates -m MiB of objects of 16..1024 bytes (uniform), and
+ * The child allocates -m MiB of objects of 16..1024 bytes (uniform; -b), and
  * frees all but one in 64, in allocation order: the survivors are spread
  * over the whole heap, as a server's long-lived objects are after a peak
  * of short-lived ones. It then goes on at a low rate for -s seconds (a
@@ -35,7 +35,7 @@
 #include "bench_common.h"
 
 #define MAX_REPS	32
-#define MIN_SIZE	16
+#define MIN_SIZE	16	/* the default size range (-b) */
 #define MAX_SIZE	1024
 #define KEEP		64	/* one object in KEEP survives the burst */
 #define WS		1000	/* objects churned while waiting */
@@ -54,9 +54,15 @@ static struct {
 	double wait;
 	bool quiet;		/* -q: sleep through the wait */
 	unsigned int reps, mib;
+	size_t min_size, max_size;	/* -b */
 	bool alloc_on[NR_ALLOCS];
 	const char *slub_path, *json;
-} opt = { .wait = 3.0, .reps = 3, .mib = 128 };
+} opt = { .wait = 3.0, .reps = 3, .mib = 128, .min_size = MIN_SIZE, .max_size = MAX_SIZE };
+
+static size_t rnd_size(uint64_t *seed)
+{
+	return opt.min_size + xorshift64(seed) % (opt.max_size - opt.min_size + 1);
+}
 
 static char lib_path[NR_ALLOCS][PATH_MAX];
 
@@ -97,7 +103,7 @@ static int child_main(void)
 		die("LD_PRELOAD", "the library is not mapped");
 	alarm((unsigned int)opt.wait + 60);	/* a hang is a failure */
 	while (bytes < (size_t)opt.mib << 20) {
-		size_t size = MIN_SIZE + xorshift64(&seed) % (MAX_SIZE - MIN_SIZE + 1);
+		size_t size = rnd_size(&seed);
 
 		if (n == cap) {
 			cap *= 2;
@@ -121,7 +127,7 @@ static int child_main(void)
 			unsigned int i = (unsigned int)(xorshift64(&seed) % WS);
 
 			free(ws[i]);
-			ws[i] = xmalloc(MIN_SIZE + xorshift64(&seed) % (MAX_SIZE - MIN_SIZE + 1));
+			ws[i] = xmalloc(rnd_size(&seed));
 		}
 		sleep_secs(0.001);
 	}
@@ -197,9 +203,9 @@ static void print_table(void)
 		if (a != A_SLUB && a != A_SLUB_BG && col_on(a) && results[a].n &&
 		    (best < 0 || med(&results[a], R_WAITED) < med(&results[best], R_WAITED)))
 			best = (int)a;
-	printf("bench_burst: %u MiB of %d..%d-byte objects, all but 1 in %d freed, "
+	printf("bench_burst: %u MiB of %zu..%zu-byte objects, all but 1 in %d freed, "
 	       "then %.1f s of %s;\nRSS in MiB, median of %u\n%-10s",
-	       opt.mib, MIN_SIZE, MAX_SIZE, KEEP, opt.wait,
+	       opt.mib, opt.min_size, opt.max_size, KEEP, opt.wait,
 	       opt.quiet ? "sleep" : "light churn", opt.reps, "");
 	for (unsigned int p = 0; p < NR_POINTS; p++)
 		printf(" %12s", point_name[p]);
@@ -235,8 +241,9 @@ static void write_json(const char *path)
 	if (!f)
 		die(path, strerror(errno));
 	fprintf(f, "{\n  \"benchmark\": \"bench_burst\",\n  \"config\": {\"burst_mib\": %u, "
+		"\"min_size\": %zu, \"max_size\": %zu, "
 		"\"keep_one_in\": %d, \"wait_s\": %.3f, \"quiet\": %s, \"reps\": %u},\n"
-		"  \"allocators\": {", opt.mib, KEEP, opt.wait,
+		"  \"allocators\": {", opt.mib, opt.min_size, opt.max_size, KEEP, opt.wait,
 		opt.quiet ? "true" : "false", opt.reps);
 	for (unsigned int a = 0; a < NR_ALLOCS; a++) {
 		const struct result *r = &results[a];
@@ -267,9 +274,10 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: bench_burst [-m MiB] [-s secs] [-q] [-r reps] [-a glibc,libslub,...]\n"
-		"                   [-L libslub-malloc.so] [-o out.json]\n"
+		"                   [-b min-max] [-L libslub-malloc.so] [-o out.json]\n"
 		"  -m  burst size (128)   -s  wait after it (3.0)   -r  repetitions (3)\n"
-		"  -q  sleep through the wait instead of churning\n");
+		"  -q  sleep through the wait instead of churning\n"
+		"  -b  object sizes, bytes, uniform (16-1024)\n");
 	exit(2);
 }
 
@@ -298,11 +306,16 @@ int main(int argc, char **argv)
 
 	for (unsigned int a = 0; a < NR_ALLOCS; a++)
 		opt.alloc_on[a] = true;
-	while ((c = getopt(argc, argv, "m:s:qr:a:L:o:Xh")) != -1) {
+	while ((c = getopt(argc, argv, "m:s:qr:a:b:L:o:Xh")) != -1) {
 		switch (c) {
 		case 'm': opt.mib = (unsigned int)strtoul(optarg, NULL, 10); break;
 		case 's': opt.wait = strtod(optarg, NULL); break;
 		case 'q': opt.quiet = true; break;
+		case 'b':
+			if (sscanf(optarg, "%zu-%zu", &opt.min_size, &opt.max_size) != 2 ||
+			    !opt.min_size || opt.min_size > opt.max_size)
+				usage();
+			break;
 		case 'r': opt.reps = (unsigned int)strtoul(optarg, NULL, 10); break;
 		case 'a': parse_allocs(optarg); break;
 		case 'L': opt.slub_path = optarg; break;
