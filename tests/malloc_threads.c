@@ -110,8 +110,10 @@ static size_t pick_size(unsigned long long *rnd)
 
 	if (r < 700)
 		return sizeof(struct hdr) + (size_t)(rnd_next(rnd) % 200);
-	if (r < 950)
+	if (r < 930)
 		return sizeof(struct hdr) + (size_t)(rnd_next(rnd) % 8192);
+	if (r < 980)		/* the medium classes, past kmalloc-8k */
+		return 8192 + (size_t)(rnd_next(rnd) % (56 << 10));
 	if (r < 998)
 		return sizeof(struct hdr) + (size_t)(rnd_next(rnd) % (512 << 10));
 	return (5 << 20) + (size_t)(rnd_next(rnd) % (2 << 20));
