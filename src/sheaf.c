@@ -876,10 +876,10 @@ void init_sheaves(struct kmem_cache *s, unsigned int capacity)
 
 /*
  * The capacity a new cache starts with: 64 objects, fewer for objects
- * over 1 KiB (64 KiB of them per CPU, at least 8), and for objects over
- * 8 KiB (the medium kmalloc classes) SHEAF_MEDIUM_BYTES of them, at least
- * 2: eight of kmalloc-64k in a sheaf, and ten such in the barn, would
- * hold 5 MiB a class; none for the
+ * over 1 KiB (64 KiB of them per CPU, at least 8), and for the medium
+ * kmalloc classes (past 8 KiB) SHEAF_MEDIUM_BYTES of them, at least 2:
+ * with 8 a churn of 16..64 KiB spent a fifth of its time trading sheaves
+ * and freeing to slabs (docs/malloc.md); none for the
  * historical presets, debug caches and slab_sheaf (asked only while a
  * cache is made, so slab_sheaf is the one being made then). Smaller
  * sheaves hit their ends more often: in the drop-in's random-size churn
@@ -892,8 +892,8 @@ unsigned int default_sheaf_capacity(const struct kmem_cache *s)
 
 	if (!slub_policy.sheaves || sheaf_cache_making || kmem_cache_debug(s))
 		return 0;
-	if (s->size > KMALLOC_MAX_CACHE_SIZE)
-		cap = s->size > SHEAF_MEDIUM_BYTES / 2 ? 2 : SHEAF_MEDIUM_BYTES / s->size;
+	if ((s->flags & SLAB_KMALLOC) && s->size > KMALLOC_MAX_CACHE_SIZE)
+		cap = max(SHEAF_MEDIUM_BYTES / s->size, 2U);
 	else
 		cap = max(65536 / s->size, 8U);
 	return min(cap, (unsigned int)SHEAF_MAX_CAPACITY);

@@ -55,9 +55,6 @@
 #define KMALLOC_MIN_SIZE	8
 #define KMALLOC_SHIFT_HIGH	13	/* kmalloc-8192: the kernel's last class */
 #define KMALLOC_MAX_CACHE_SIZE	(1U << KMALLOC_SHIFT_HIGH)
-/* The fine classes' last: kmalloc-64k (kmalloc.c, "medium classes"). */
-#define KMALLOC_SHIFT_MEDIUM	16
-#define KMALLOC_MAX_MEDIUM_SIZE	(1U << KMALLOC_SHIFT_MEDIUM)
 
 /* SLUB statistics: every item of the kernel's enum stat_item before sheaves. */
 enum stat_item {

@@ -488,8 +488,8 @@ static inline struct kmem_cache *kmalloc_slab(size_t size)
 
 /*
  * The largest size a kmalloc cache takes: KMALLOC_MAX_CACHE_SIZE with the
- * kernel's classes, KMALLOC_MAX_MEDIUM_SIZE with the fine ones; above it,
- * a block of pages. kmalloc_medium_base: the class index of the first
+ * kernel's classes, 64 KiB with the fine ones (kmalloc.c's medium
+ * classes); above it, a block of pages. kmalloc_medium_base: the class index of the first
  * above KMALLOC_MAX_CACHE_SIZE.
  */
 extern __internal unsigned int kmalloc_cache_max;
