@@ -789,7 +789,7 @@ static void test_medium_classes(void)
 	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
 		size_t n = sizes[i], want = 0;
 		unsigned char *p = malloc(hide_size(n)), *q;
-		uintptr_t old = (uintptr_t)p;
+		uintptr_t old;
 
 		for (size_t c = 0; fine && c < ARRAY_SIZE(classes) && !want; c++)
 			if (classes[c] >= n)
