@@ -32,6 +32,10 @@
  *             where no C++ compiler built it)
  *   cxx-unsized  the same with operator delete(void *)
  *
+ * Every block gets its first and last byte written; with -T, a byte in
+ * each of its pages too (for blocks of many pages, where page faults
+ * decide).
+ *
  * Repetitions take the allocators in rotating order. The table gives the
  * median of -r repetitions, Mops/s and peak RSS, each with its ratio to
  * the best peer in the run: the highest throughput, the lowest RSS, among
@@ -85,6 +89,7 @@ static struct {
 	double duration;
 	unsigned int reps, pairs, threads, ws;
 	size_t min_size, max_size;	/* -s: the C workloads' sizes */
+	bool touch_all;			/* -T: write every page of a block */
 	bool wl_on[NR_WL], alloc_on[NR_ALLOCS];
 	const char *slub_path, *json;
 } opt = {
@@ -126,7 +131,12 @@ static inline size_t rnd_size(uint64_t *s)
 	return opt.min_size + rnd(s) % (opt.max_size - opt.min_size + 1);
 }
 
-/* Allocate and touch the first and last byte, as a user of the memory would. */
+/*
+ * Allocate and touch the first and last byte, as a user of the memory
+ * would; with -T, a byte in every page too, as a program that fills its
+ * buffer does (what a block's page faults cost, without a memset's
+ * bandwidth on top).
+ */
 static inline void *xmalloc(size_t size)
 {
 	unsigned char *p = malloc(size);
@@ -136,6 +146,9 @@ static inline void *xmalloc(size_t size)
 		abort();
 	}
 	p[0] = (unsigned char)size;
+	if (opt.touch_all)
+		for (size_t off = 4096 - ((uintptr_t)p & 4095); off < size; off += 4096)
+			p[off] = (unsigned char)off;
 	p[size - 1] = (unsigned char)size;
 	return p;
 }
@@ -574,11 +587,11 @@ static void print_tables(void)
 			       lib_real[a][0] ? lib_real[a] : "not found, left out");
 	printf("each run: %.2f s in a child under LD_PRELOAD; single: 1 thread, "
 	       "working set %u;\n  prodcons: %u pairs (%u threads); oversub: %u "
-	       "threads; sizes %zu..%zu bytes; op = malloc + free\n"
+	       "threads; sizes %zu..%zu bytes%s; op = malloc + free\n"
 	       "  cxx, cxx-unsized: single through operator new and the sized or "
 	       "unsized delete\n",
 	       opt.duration, opt.ws, opt.pairs, 2 * opt.pairs, opt.threads,
-	       opt.min_size, opt.max_size);
+	       opt.min_size, opt.max_size, opt.touch_all ? ", every page written" : "");
 	printf("best peer: the best of glibc, jemalloc, tcmalloc, mimalloc "
 	       "(throughput: ratio < 1 is slower; RSS: ratio > 1 is more)\n");
 	print_table(false);
@@ -611,8 +624,9 @@ static void write_json(const char *path)
 	json_str(f, u.release);
 	fprintf(f, "},\n  \"config\": {\"duration_s\": %.3f, \"reps\": %u, \"pairs\": %u, "
 		"\"oversub_threads\": %u, \"working_set\": %u, \"min_size\": %zu, "
-		"\"max_size\": %zu},\n  \"allocators\": {", opt.duration, opt.reps,
-		opt.pairs, opt.threads, opt.ws, opt.min_size, opt.max_size);
+		"\"max_size\": %zu, \"touch_all\": %s},\n  \"allocators\": {", opt.duration,
+		opt.reps, opt.pairs, opt.threads, opt.ws, opt.min_size, opt.max_size,
+		opt.touch_all ? "true" : "false");
 	first = true;
 	for (unsigned int a = 0; a < NR_ALLOCS; a++) {
 		if (!opt.alloc_on[a])
@@ -698,11 +712,12 @@ static void usage(void)
 		"usage: bench_malloc [-d secs] [-r reps] [-p pairs] [-t threads] [-w objs]\n"
 		"                    [-W single,prodcons,oversub,cxx,cxx-unsized]\n"
 		"                    [-a glibc,libslub,...]\n"
-		"                    [-s min-max] [-L libslub-malloc.so] [-o out.json]\n"
+		"                    [-s min-max] [-T] [-L libslub-malloc.so] [-o out.json]\n"
 		"  -d  seconds per run (1.0)      -r  repetitions, median (3)\n"
 		"  -p  prodcons pairs (2)         -t  oversub threads (8 x CPUs)\n"
 		"  -w  working set, objects (10000; oversub splits it over its threads)\n"
 		"  -s  sizes, bytes, uniform (16-1024; the cxx workloads keep 16-1024)\n"
+		"  -T  write a byte in every page of a block, not only its first and last\n"
 		"  -L  libslub-malloc.so (default: next to or above this program)\n");
 	exit(2);
 }
@@ -740,7 +755,7 @@ int main(int argc, char **argv)
 	for (unsigned int a = 0; a < NR_ALLOCS; a++)
 		opt.alloc_on[a] = true;
 	opt.threads = 8 * (unsigned int)sysconf(_SC_NPROCESSORS_ONLN);
-	while ((c = getopt(argc, argv, "d:r:p:t:w:s:W:a:L:o:X:h")) != -1) {
+	while ((c = getopt(argc, argv, "d:r:p:t:w:s:TW:a:L:o:X:h")) != -1) {
 		switch (c) {
 		case 'd': opt.duration = strtod(optarg, &end); break;
 		case 'r': opt.reps = (unsigned int)strtoul(optarg, NULL, 10); break;
@@ -751,6 +766,7 @@ int main(int argc, char **argv)
 			if (sscanf(optarg, "%zu-%zu", &opt.min_size, &opt.max_size) != 2)
 				usage();
 			break;
+		case 'T': opt.touch_all = true; break;
 		case 'W': parse_list(optarg, wl_name, NR_WL, opt.wl_on); break;
 		case 'a': parse_list(optarg, alloc_name, NR_ALLOCS, opt.alloc_on); break;
 		case 'L': opt.slub_path = optarg; break;
