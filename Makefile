@@ -90,10 +90,14 @@ bench-detail:
 	./build-release/bench/bench_malloc -L build-release/libslub-malloc.so \
 		-W single,prodcons,oversub -s 16-65536 \
 		-o results/malloc_medium.json $(MALLOC_BENCH_ARGS)
+	./build-release/bench/bench_malloc -L build-release/libslub-malloc.so \
+		-W single,prodcons,oversub -s 65537-1048576 -w 1000 -T -d 0.5 \
+		-o results/malloc_large.json $(MALLOC_BENCH_ARGS)
 	./build-release/bench/bench_burst -L build-release/libslub-malloc.so \
 		-o results/burst.json $(BURST_BENCH_ARGS)
 	@echo "results: results/page_alloc.json results/slab.json results/rr.json" \
-	      "results/malloc.json results/malloc_medium.json results/burst.json"
+	      "results/malloc.json results/malloc_medium.json" \
+	      "results/malloc_large.json results/burst.json"
 
 install: build
 	$(CMAKE) --install build --prefix $(PREFIX)

@@ -91,6 +91,7 @@ struct free_area {
 	struct list_head free_list;
 	struct page *released_first;
 	unsigned long nr_free;
+	unsigned long nr_backed;	/* of nr_free: those before released_first */
 };
 
 /*
@@ -151,6 +152,11 @@ struct zone {
 	unsigned long now_ms;		/* coarse clock, read at zone_lock() */
 	unsigned long purge_next_ms;	/* the next pass is due */
 	unsigned long pcp_idle_next_ms;	/* the next look for idle pcp lists */
+
+	/* Merged max-order blocks kept backed (page_alloc/keep_blocks): see keep_more() */
+	unsigned int keep_blocks;	/* how many may stay backed, not released at once */
+	unsigned int keep_blocks_max;	/* its bound; 0: release every one at once */
+	unsigned long release_ms;	/* the last release at once */
 
 	/* Decommitting (page_alloc/decommit): see decommit.c */
 	int decommit;			/* 1: released blocks give back their commit too */

@@ -58,6 +58,13 @@ int pcp_set_high(unsigned long high);
 #define PURGE_DELAY_DEFAULT	1000
 #define PURGE_DELAY_MAX		(3600 * 1000)
 int page_alloc_purge_delay(void);
+/*
+ * Merged max-order blocks that may stay backed instead of going back at
+ * once (page_alloc/keep_blocks, see keep_more()), or its bound (max,
+ * page_alloc/keep_blocks_max; 0: release every one at once). 0 or -EINVAL.
+ */
+#define KEEP_BLOCKS_MAX_DEFAULT	256	/* 1 GiB */
+int page_alloc_set_keep_blocks(unsigned long n, bool max);
 int page_alloc_set_purge_delay(long ms);
 /*
  * A purge pass if one is due; for the slab layer's slow paths. Returns

@@ -74,6 +74,22 @@ static int purge_delay_store(void *obj, long arg, const char *val)
 	return page_alloc_set_purge_delay((long)v);
 }
 
+static void keep_show(struct seq_buf *s, void *obj, long max)
+{
+	(void)obj;
+	seq_printf(s, "%u\n", max ? READ_ONCE(zone.keep_blocks_max) : READ_ONCE(zone.keep_blocks));
+}
+
+static int keep_store(void *obj, long max, const char *val)
+{
+	unsigned long v;
+
+	(void)obj;
+	if (sysfs_parse_ulong(val, &v))
+		return -EINVAL;
+	return page_alloc_set_keep_blocks(v, max);
+}
+
 static void decommit_show(struct seq_buf *s, void *obj, long arg)
 {
 	(void)obj, (void)arg;
@@ -163,6 +179,8 @@ static const struct slub_attr page_alloc_attrs[] = {
 	TUNABLE("pcp_batch", batch),
 	TUNABLE("pcp_high", high),
 	{ "purge_delay_ms", purge_delay_show, purge_delay_store, 0 },
+	{ "keep_blocks", keep_show, keep_store, 0 },
+	{ "keep_blocks_max", keep_show, keep_store, 1 },
 	{ "decommit", decommit_show, decommit_store, 0 },
 	{ "drain", NULL, drain_store, 0 },
 	{ "shrink", NULL, shrink_store, 0 },

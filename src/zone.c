@@ -278,6 +278,7 @@ int page_alloc_init(void)
 		zone.free_area[o].released_first = NULL;
 	}
 	zone.purge_delay_ms = PURGE_DELAY_DEFAULT;
+	zone.keep_blocks_max = KEEP_BLOCKS_MAX_DEFAULT;
 	zone.frontier = 0;
 	zone.free_pages = zone.nr_pages;
 	zone.released_pages = zone.nr_pages;
@@ -373,11 +374,13 @@ static unsigned long check_free_order(unsigned int order)
 {
 	struct free_area *area = &zone.free_area[order];
 	struct page *first = NULL, *prev = NULL;
+	unsigned long backed = 0;
 	struct list_head *pos;
 
 	list_for_each(pos, &area->free_list) {
 		struct page *page = list_entry(pos, struct page, lru);
 
+		backed += !(page->flags & PG_released);
 		if (page->flags & PG_released) {
 			if (!first)
 				first = page;
@@ -395,6 +398,11 @@ static unsigned long check_free_order(unsigned int order)
 		slub_pr_err("BUG: page_alloc: order-%u released_first is %p, the "
 			    "first released block %p\n", order,
 			    (void *)area->released_first, (void *)first);
+		return 1;
+	}
+	if (backed != area->nr_backed) {
+		slub_pr_err("BUG: page_alloc: order-%u nr_backed %lu, list holds "
+			    "%lu backed blocks\n", order, area->nr_backed, backed);
 		return 1;
 	}
 	return 0;

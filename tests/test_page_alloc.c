@@ -14,11 +14,17 @@
 
 #define PAGE	SLUB_PAGE_SIZE
 
-/* Pin to one CPU and empty every list: a known starting point. */
+/*
+ * Pin to one CPU and empty every list: a known starting point. Merged
+ * max-order blocks go back at once (page_alloc/keep_blocks_max 0), as the
+ * tests of giving memory back expect; test_keep_merged_blocks() turns
+ * keeping on.
+ */
 static void reset(void)
 {
 	migrate_to(0);
 	drain_all_pages();
+	CHECK_EQ(sysfs_set("page_alloc/keep_blocks_max", "0"), 0);
 }
 
 static void test_orders_alignment_zero(void)
@@ -520,6 +526,138 @@ static void test_purge(void)
 }
 
 /*
+ * Two order-(MAX - 1) buddies split from one max-order block, with no
+ * other free block of their order left: freeing both merges them to max
+ * order. The blocks allocated on the way are left in extra[].
+ */
+static int buddy_pair(char **a, char **b, char **extra, int max_extra)
+{
+	const uintptr_t half = PAGE << (MAX_PAGE_ORDER - 1);
+	int n = 0;
+
+	while (n + 2 <= max_extra) {
+		*a = __get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER - 1);
+		if (!*a)
+			break;
+		if (!((uintptr_t)*a & (2 * half - 1))) {
+			*b = __get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER - 1);
+			if (*b == *a + half)
+				return n;
+			extra[n++] = *b;
+		}
+		extra[n++] = *a;
+	}
+	CHECK(!"no buddy pair of order MAX - 1");
+	return -1;
+}
+
+/* Free the pair, allocate it again (the lower half first); the released pages. */
+static long long cycle_pair(char **a, char **b)
+{
+	const uintptr_t half = PAGE << (MAX_PAGE_ORDER - 1);
+	long long released = page_alloc_stat("pages_released");
+
+	memset(*a, 0x5a, 64);
+	free_pages(*a, MAX_PAGE_ORDER - 1);
+	free_pages(*b, MAX_PAGE_ORDER - 1);
+	released = page_alloc_stat("pages_released") - released;
+	*a = __get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER - 1);
+	*b = __get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER - 1);
+	CHECK(*a != NULL && *b == *a + half);
+	return released;
+}
+
+/*
+ * A block that merges to max order goes back at once while nothing asks
+ * for memory again; a released block taken within a purge delay of such
+ * a release starts keeping merged blocks backed (keep_blocks doubles),
+ * they age like any free block, and each one a purge releases lowers
+ * keep_blocks by one. Not with keep_blocks_max 0, nor without a purge
+ * delay; a trim keeps nothing.
+ */
+static void test_keep_merged_blocks(void)
+{
+	const char *keep = "page_alloc/keep_blocks", *max = "page_alloc/keep_blocks_max";
+	const char *delay = "page_alloc/purge_delay_ms";
+	const long long max_pages = 1LL << MAX_PAGE_ORDER;
+	char *extra[64], *a, *b, *lower;
+	long long purged;
+	int n;
+
+	reset();
+	CHECK_EQ(sysfs_set(max, "256"), 0);
+	CHECK_EQ(sysfs_set(keep, "300"), 0);
+	CHECK_EQ(sysfs_num(keep), 256);			/* bounded by the maximum */
+	CHECK_EQ(sysfs_set(max, "100"), 0);
+	CHECK_EQ(sysfs_num(keep), 100);
+	CHECK_EQ(slub_sysfs_write(max, "1000000000"), -EINVAL);	/* more than the arena */
+	CHECK_EQ(slub_sysfs_write(keep, "many"), -EINVAL);
+	page_alloc_shrink();				/* every free block released */
+	CHECK_EQ(sysfs_num(keep), 0);			/* and none kept */
+	CHECK_EQ(sysfs_set(max, "0"), 0);
+	n = buddy_pair(&a, &b, extra, 64);
+	if (n < 0)
+		return;
+	/* Releases at once before this test are older than the delay. */
+	CHECK_EQ(sysfs_set(delay, "200"), 0);
+	sleep_ms(250);
+	CHECK_EQ(sysfs_set(max, "256"), 0);
+	/* Long enough that a stalled thread still takes within the delay. */
+	CHECK_EQ(sysfs_set(delay, "2000"), 0);
+
+	/* Released at once; taken again right away: keeping starts. */
+	CHECK_EQ(cycle_pair(&a, &b), max_pages);
+	CHECK_EQ(sysfs_num(keep), 1);
+	/* Kept backed, and handed out again with its bytes. */
+	lower = a;
+	CHECK_EQ(cycle_pair(&a, &b), 0);
+	CHECK(a == lower && a[0] == 0x5a);
+	CHECK_EQ(sysfs_num(keep), 1);
+	CHECK_EQ(page_alloc_check(), 0);
+
+	/* Not wanted for a purge delay: purged, and keep_blocks back down. */
+	CHECK_EQ(sysfs_set(delay, "200"), 0);
+	free_pages(a, MAX_PAGE_ORDER - 1);
+	free_pages(b, MAX_PAGE_ORDER - 1);
+	purged = page_alloc_stat("pages_purged");
+	sleep_ms(250);
+	page_alloc_purge_tick();
+	CHECK(page_alloc_stat("pages_purged") - purged >= max_pages);
+	CHECK_EQ(sysfs_num(keep), 0);
+	CHECK_EQ(page_alloc_check(), 0);
+
+	/* keep_blocks_max 0: every merged block goes back at once. */
+	n = n >= 0 ? buddy_pair(&a, &b, extra + n, 64 - n) + n : n;
+	if (n < 0)
+		return;
+	CHECK_EQ(sysfs_set(max, "0"), 0);
+	CHECK_EQ(cycle_pair(&a, &b), max_pages);
+	CHECK_EQ(cycle_pair(&a, &b), max_pages);
+	CHECK_EQ(sysfs_num(keep), 0);
+	/* No purge delay (never purged): nothing kept either, it would never age. */
+	CHECK_EQ(sysfs_set(max, "256"), 0);
+	CHECK_EQ(sysfs_set(delay, "-1"), 0);
+	CHECK_EQ(cycle_pair(&a, &b), max_pages);
+	CHECK_EQ(cycle_pair(&a, &b), max_pages);
+	CHECK_EQ(sysfs_num(keep), 0);
+	/* A trim: the count goes back to 0. */
+	CHECK_EQ(sysfs_set(delay, "1000"), 0);
+	CHECK_EQ(cycle_pair(&a, &b), max_pages);
+	CHECK(sysfs_num(keep) >= 1);
+	page_alloc_shrink();
+	CHECK_EQ(sysfs_num(keep), 0);
+
+	free_pages(a, MAX_PAGE_ORDER - 1);
+	free_pages(b, MAX_PAGE_ORDER - 1);
+	for (int i = 0; i < n; i++)
+		free_pages(extra[i], MAX_PAGE_ORDER - 1);
+	CHECK_EQ(sysfs_set(max, "0"), 0);
+	page_alloc_shrink();
+	unpin();
+	check_all_merged();
+}
+
+/*
  * A pcp list that sees no allocation or free between two looks goes back
  * to the buddy, and its pages are purged like any free block; a list in
  * use stays.
@@ -583,5 +721,6 @@ int main(void)
 	TEST(test_release_entries);
 	TEST(test_purge);
 	TEST(test_purge_idle_pcp);
+	TEST(test_keep_merged_blocks);
 	return test_done();
 }
