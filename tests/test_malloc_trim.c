@@ -103,6 +103,122 @@ static void test_purge_after_delay(void)
 	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "1000"), 0);
 }
 
+/* ---- Merged blocks kept while they are wanted again ------------------------------- */
+
+#define PC_RING		64	/* handed over in turns of a full ring */
+#define PC_BLOCKS	(24 * PC_RING)
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	char *slot[PC_RING];
+	unsigned int head, tail;
+} pc = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { 0 }, 0, 0 };
+
+/*
+ * The consumer: waits for a full ring, then checks each block's first and
+ * last byte and frees it, so that everything in flight is freed at once.
+ */
+static void *pc_consumer(void *arg)
+{
+	long bad = 0;
+
+	(void)arg;
+	for (int i = 0; i < PC_BLOCKS; i += PC_RING) {
+		pthread_mutex_lock(&pc.lock);
+		while (pc.head - pc.tail < PC_RING)
+			pthread_cond_wait(&pc.cond, &pc.lock);
+		pthread_mutex_unlock(&pc.lock);
+		for (int j = 0; j < PC_RING; j++) {
+			char *p = pc.slot[(pc.tail + j) % PC_RING];
+			size_t n = malloc_usable_size(p);
+
+			bad += p[0] != 'p' || p[n - 1] != 'q';
+			free(p);
+		}
+		pthread_mutex_lock(&pc.lock);
+		pc.tail += PC_RING;
+		pthread_cond_broadcast(&pc.cond);
+		pthread_mutex_unlock(&pc.lock);
+	}
+	return (void *)bad;
+}
+
+/*
+ * A producer hands blocks of 256 KiB..1 MiB, every page written, to a
+ * consumer thread; what the two cycle through merges into whole 4 MiB
+ * blocks again and again. Returns the pages given back to the system
+ * meanwhile.
+ */
+static long long produce_consume(void)
+{
+	long long released = page_alloc_stat("pages_released");
+	unsigned long long seed = 42;
+	pthread_t t;
+	void *bad;
+
+	CHECK_EQ(pthread_create(&t, NULL, pc_consumer, NULL), 0);
+	for (int i = 0; i < PC_BLOCKS; i++) {
+		size_t n = (256 << 10) + rnd_next(&seed) % (768 << 10);
+		char *p = malloc(opaque_size(n));
+
+		CHECK(p != NULL);
+		memset(p, 'p', n);
+		p[malloc_usable_size(p) - 1] = 'q';
+		pthread_mutex_lock(&pc.lock);
+		while (pc.head - pc.tail == PC_RING)
+			pthread_cond_wait(&pc.cond, &pc.lock);
+		pc.slot[pc.head++ % PC_RING] = p;
+		pthread_cond_broadcast(&pc.cond);
+		pthread_mutex_unlock(&pc.lock);
+	}
+	CHECK_EQ(pthread_join(t, &bad), 0);
+	CHECK_EQ((long)bad, 0);
+	return page_alloc_stat("pages_released") - released;
+}
+
+/*
+ * With keeping off every merged block goes back at once, and the next
+ * blocks fault its pages in again; on (the default), the blocks given
+ * back that way are wanted again at once, so merged blocks stay backed
+ * and a fraction of the pages goes back. What is kept then goes back
+ * once it has aged past the purge delay.
+ */
+static void test_kept_blocks(void)
+{
+	const char *max = "page_alloc/keep_blocks_max";
+	long long off, on;
+	long before, kept, purged;
+
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "1000"), 0);
+	malloc_trim(0);
+	before = rss_kib();
+	CHECK_EQ(slub_sysfs_write(max, "0"), 0);
+	off = produce_consume();
+	CHECK_EQ(sysfs_num("page_alloc/keep_blocks"), 0);
+	CHECK_EQ(slub_sysfs_write(max, "256"), 0);
+	on = produce_consume();
+	kept = rss_kib();
+	fprintf(stderr, "pages released: %lld with keeping off, %lld on; keep_blocks "
+		"%lld, rss %ld KiB before, %ld after\n", off, on,
+		sysfs_num("page_alloc/keep_blocks"), before, kept);
+	CHECK(off > 50 * 1024);		/* over 200 MB released and faulted again */
+	CHECK(on * 4 < off);
+	CHECK(sysfs_num("page_alloc/keep_blocks") >= 1);
+
+	/* Not wanted for a purge delay: back to the system at the next look. */
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "50"), 0);
+	sleep_ms(100);
+	for (int i = 0; i < 4; i++)
+		free(malloc(opaque_size(256 << 10)));
+	purged = rss_kib();
+	fprintf(stderr, "rss %ld KiB once purged\n", purged);
+	CHECK(purged < before + (8 << 10));
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "1000"), 0);
+	malloc_trim(0);
+	CHECK_EQ(sysfs_num("page_alloc/keep_blocks"), 0);
+}
+
 /* ---- The background thread ------------------------------------------------------ */
 
 /*
@@ -387,6 +503,7 @@ int main(int argc, char **argv)
 	test_cpus_init();
 	TEST(test_malloc_trim);
 	TEST(test_purge_after_delay);
+	TEST(test_kept_blocks);
 	TEST(test_trim_without_membarrier);
 	TEST(test_background_thread);
 	TEST(test_background_thread_fork);
