@@ -144,17 +144,20 @@ static bool release_block(struct page *page, unsigned int order)
  * one to another merge whole 4 MiB blocks and take them again a moment
  * later, and every turn paid an madvise(), its TLB shootdown and a fault
  * for each page written (blocks of 64 KiB..1 MiB from producers to
- * consumers: 0.05 of tcmalloc's rate). So a released block taken within
- * a purge delay of a release at once (memory given back, and wanted again
- * before a purge would have given it back) doubles the number of merged
- * blocks that may stay backed, once for each such release; those age like any free block, and each
- * one a purge releases lowers the number by one. The same evidence makes
- * glibc raise its trim threshold (a freed mmap'd chunk); jemalloc keeps
- * all freed pages for a decay time instead. At most
- * page_alloc/keep_blocks_max. Bounded also by the blocks in use when
- * raised (at least 16), it did no better than a fixed 16 for producers
- * and consumers (0.35 of tcmalloc against 0.72): a raise comes just
- * after the consumers freed what was in flight. Without a purge delay (-1 or 0) nothing is kept: nothing would age.
+ * consumers: 0.05-0.07 of tcmalloc's rate).
+ *
+ * So a released block taken within a purge delay of a release at once
+ * (memory given back, and wanted again before a purge would have given it
+ * back) doubles the number of merged blocks that may stay backed, once
+ * for each such release. Those age like any free block, and each one a
+ * purge releases lowers the number by one. The same evidence makes glibc
+ * raise its trim threshold (a freed mmap'd chunk); jemalloc keeps all
+ * freed pages for a decay time instead. At most page_alloc/keep_blocks_max:
+ * bounded also by the blocks in use when raised (at least 16), it did no
+ * better than a fixed 16 for producers and consumers (0.35 of tcmalloc
+ * against 0.72), as a raise comes just after the consumers freed what was
+ * in flight. Without a purge delay (-1 or 0) nothing is kept: nothing
+ * would age.
  */
 static void keep_more(void)
 {
@@ -450,9 +453,7 @@ int page_alloc_set_keep_blocks(unsigned long n, bool max)
 {
 	if (n > zone.nr_pages >> MAX_PAGE_ORDER)
 		return -EINVAL;
-	if (slub_init())
-		return -ENOMEM;
-	zone_lock();
+	slub_lock(&zone.lock);
 	if (max) {
 		WRITE_ONCE(zone.keep_blocks_max, (unsigned int)n);
 		if (zone.keep_blocks > n)
@@ -461,7 +462,7 @@ int page_alloc_set_keep_blocks(unsigned long n, bool max)
 		WRITE_ONCE(zone.keep_blocks, (unsigned int)(n < zone.keep_blocks_max ? n :
 							    zone.keep_blocks_max));
 	}
-	zone_unlock();
+	slub_unlock(&zone.lock);
 	return 0;
 }
 
