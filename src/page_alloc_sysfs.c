@@ -28,11 +28,11 @@ static void zoneinfo_show(struct seq_buf *s, void *obj, long arg)
 	zone_snapshot(&snap);
 	seq_printf(s, "pages_total %lu\npages_free %lu\npages_pcp %lu\n"
 		   "pages_used %lu\npages_released %lu\npages_decommitted %lu\n"
-		   "batch %d\nhigh %d\nhigh_order %d\narena %p\n", snap.total,
-		   snap.free, snap.pcp, snap.used, snap.released, snap.decommitted,
-		   READ_ONCE(zone.batch),
+		   "batch %d\nhigh %d\nhigh_order %d\nkeep_blocks %u\narena %p\n",
+		   snap.total, snap.free, snap.pcp, snap.used, snap.released,
+		   snap.decommitted, READ_ONCE(zone.batch),
 		   READ_ONCE(zone.high), READ_ONCE(zone.pcp_high_order),
-		   (void *)zone.arena);
+		   READ_ONCE(zone.keep_blocks), (void *)zone.arena);
 }
 
 static void tunable_show(struct seq_buf *s, void *obj, long arg)

@@ -61,9 +61,9 @@ void si_show_pages_summary(FILE *f, const struct si_snap *snap)
 	fprintf(f, "Page allocator: %lu pages, %lu used, %lu free, %lu on pcp "
 		"lists, %lu released\n", z[SI_PAGES_TOTAL], z[SI_PAGES_USED],
 		z[SI_PAGES_FREE], z[SI_PAGES_PCP], z[SI_PAGES_RELEASED]);
-	fprintf(f, "pcp lists: batch %lu, high %lu, orders %s\n\n",
-		z[SI_PCP_BATCH], z[SI_PCP_HIGH],
-		z[SI_PCP_HIGH_ORDER] ? "0-3" : "0 only");
+	fprintf(f, "pcp lists: batch %lu, high %lu, orders %s; merged 4 MiB blocks "
+		"kept backed: up to %lu\n\n", z[SI_PCP_BATCH], z[SI_PCP_HIGH],
+		z[SI_PCP_HIGH_ORDER] ? "0-3" : "0 only", z[SI_KEEP_BLOCKS]);
 	show_buddyinfo(f, snap);
 	show_hit_rates(f, snap);
 }

@@ -74,7 +74,7 @@ const struct si_field_desc si_fields[SI_NR_FIELDS] = {
 
 const char *const si_zone_keys[SI_NR_ZONE] = {
 	"pages_total", "pages_free", "pages_pcp", "pages_used",
-	"pages_released", "batch", "high", "high_order",
+	"pages_released", "batch", "high", "high_order", "keep_blocks",
 };
 
 const char *const si_pa_names[SI_NR_PA] = {
