@@ -641,7 +641,7 @@ static void test_keep_merged_blocks(void)
 	CHECK_EQ(cycle_pair(&a, &b), max_pages);
 	CHECK_EQ(sysfs_num(keep), 0);
 	/* A trim: the count goes back to 0. */
-	CHECK_EQ(sysfs_set(delay, "1000"), 0);
+	CHECK_EQ(sysfs_set(delay, "2000"), 0);
 	CHECK_EQ(cycle_pair(&a, &b), max_pages);
 	CHECK(sysfs_num(keep) >= 1);
 	page_alloc_shrink();
@@ -652,6 +652,7 @@ static void test_keep_merged_blocks(void)
 	for (int i = 0; i < n; i++)
 		free_pages(extra[i], MAX_PAGE_ORDER - 1);
 	CHECK_EQ(sysfs_set(max, "0"), 0);
+	CHECK_EQ(sysfs_set(delay, "1000"), 0);
 	page_alloc_shrink();
 	unpin();
 	check_all_merged();
