@@ -480,17 +480,22 @@ extern __internal uint8_t kmalloc_class[KMALLOC_MAX_CACHE_SIZE / 8 + 1];
  */
 extern __internal char *kmalloc_sheaf16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
 
-/* 1 <= size <= KMALLOC_MAX_CACHE_SIZE, slab layer up. */
+/* 1 <= size <= KMALLOC_MAX_CACHE_SIZE: the class index, and its cache (slab layer up). */
+static inline unsigned int kmalloc_index(size_t size)
+{
+	return kmalloc_class[(size + 7) >> 3];
+}
+
 static inline struct kmem_cache *kmalloc_slab(size_t size)
 {
-	return kmalloc_caches[kmalloc_class[(size + 7) >> 3]];
+	return kmalloc_caches[kmalloc_index(size)];
 }
 
 /*
  * The largest size a kmalloc cache takes: KMALLOC_MAX_CACHE_SIZE with the
  * kernel's classes, 64 KiB with the fine ones (kmalloc.c's medium
- * classes); above it, a block of pages. kmalloc_medium_base: the class index of the first
- * above KMALLOC_MAX_CACHE_SIZE.
+ * classes); above it, a block of pages. kmalloc_medium_base: the class
+ * index of the first above KMALLOC_MAX_CACHE_SIZE.
  */
 extern __internal unsigned int kmalloc_cache_max;
 extern __internal unsigned int kmalloc_medium_base;
@@ -505,7 +510,7 @@ static inline unsigned int kmalloc_index_any(size_t size)
 	unsigned int k;
 
 	if (size <= KMALLOC_MAX_CACHE_SIZE)
-		return kmalloc_class[(size + 7) >> 3];
+		return kmalloc_index(size);
 	k = 63 - (unsigned int)__builtin_clzl(size - 1);
 	return kmalloc_medium_base + 4 * (k - KMALLOC_SHIFT_HIGH) +
 	       (unsigned int)((size - 1 - (1UL << k)) >> (k - 2));
