@@ -22,7 +22,7 @@
 
 #define PAGE		SLUB_PAGE_SIZE
 #define NR_FORKS	200
-#define CHILD_TIMEOUT	10	/* seconds before a stuck child is killed */
+#define CHILD_TIMEOUT	60	/* seconds before a stuck child is killed (TSan, load) */
 #define LIVE		16
 
 static int stop;

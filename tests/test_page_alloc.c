@@ -379,7 +379,8 @@ static void test_whole_max_order_kept(void)
 	char *p, *q;
 
 	reset();
-	CHECK_EQ(sysfs_set("page_alloc/purge_delay_ms", "1000"), 0);
+	/* No purge between the free and the next take, however slow the run. */
+	CHECK_EQ(sysfs_set("page_alloc/purge_delay_ms", "60000"), 0);
 	released = sysfs_num("page_alloc/pages_released");
 	p = __get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER);
 	CHECK(p != NULL);
@@ -406,6 +407,8 @@ static void test_release_rss(void)
 	long long released;
 
 	reset();
+	/* Only the releases under test: no purge, however slow the run. */
+	CHECK_EQ(sysfs_set("page_alloc/purge_delay_ms", "60000"), 0);
 	released = sysfs_num("page_alloc/pages_released");
 	before = rss_kib();
 	for (int i = 0; i < N; i++) {
@@ -435,6 +438,7 @@ static void test_release_rss(void)
 	CHECK_EQ(page_alloc_shrink(), 0);	/* nothing left to release */
 	for (int i = 1; i < 64; i += 2)
 		free_pages(small[i], 0);
+	CHECK_EQ(sysfs_set("page_alloc/purge_delay_ms", "1000"), 0);
 	unpin();
 	check_all_merged();
 	CHECK_EQ(zoneinfo("pages_released"), zoneinfo("pages_total"));
@@ -490,7 +494,8 @@ static void test_purge(void)
 	char *p[4 * N], *q;
 	long long purged;
 	long rss_freed, rss_purged;
-	double t0;
+	long long got;
+	double t0, el;
 	bool fresh;
 
 	reset();
@@ -527,8 +532,17 @@ static void test_purge(void)
 	t0 = mono_ms();
 	free_pages(p[2], ORDER);
 	page_alloc_purge_tick();
-	fresh = mono_ms() - t0 < 200;
-	CHECK_EQ(page_alloc_stat("pages_purged") - purged, (N + !fresh) << ORDER);
+	/*
+	 * Well inside the delay p[2] must stay; past it (a stall, or the
+	 * coarse clock near the edge) either count is right, and the count
+	 * says which happened.
+	 */
+	el = mono_ms() - t0;
+	got = page_alloc_stat("pages_purged") - purged;
+	fresh = got == N << ORDER;
+	if (el < 150)
+		CHECK(fresh);
+	CHECK(got == N << ORDER || got == (N + 1) << ORDER);
 	rss_purged = rss_kib();
 	CHECK(rss_freed - rss_purged >= (long)((N - 2) * (PAGE << ORDER) / 1024));
 	CHECK_EQ(page_alloc_check(), 0);	/* backed blocks before released */

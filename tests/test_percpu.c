@@ -351,8 +351,15 @@ static void test_lock_counters(void)
 
 	slub_lock(&contended_lock);
 	CHECK_EQ(pthread_create(&t, NULL, contended_locker, NULL), 0);
-	/* Far past the waiter's spin: it sleeps on the futex. */
-	usleep(100000);
+	/*
+	 * Far past the waiter's spin it sleeps on the futex; on a loaded
+	 * machine it may not even have run yet, so wait up to 10 s for it.
+	 */
+	for (int ms = 0; ms < 10000; ms += 10) {
+		usleep(10000);
+		if (ms >= 100 && sysfs_num("cpu/lock_sleeps") >= 1)
+			break;
+	}
 	CHECK_EQ(__atomic_load_n(&contended_got, __ATOMIC_ACQUIRE), 0);
 	waits = sysfs_num("cpu/lock_waits");
 	sleeps = sysfs_num("cpu/lock_sleeps");

@@ -598,24 +598,34 @@ static void do_krealloc(void *arg)
  */
 static void test_krealloc_inside(void)
 {
-	unsigned char *obj[8], *lo = NULL;
+	enum { N = 64 };
+	unsigned char *obj[N], *lo = NULL;
 	struct krealloc_arg k;
-	bool next_held = false;
+	int n = 0;
 	char out[1024];
 
-	for (int i = 0; i < 8; i++) {
-		obj[i] = kmalloc(128, GFP_KERNEL);
-		CHECK(obj[i] != NULL);
-		if (!obj[i])
-			return;
-		memset(obj[i], 0x5a, 128);
-		if (!lo || obj[i] < lo)
-			lo = obj[i];
+	/*
+	 * Until two of ours are neighbours, the lower one lo: the object after
+	 * it is what a write past lo + 16 would hit. Usually the first two are
+	 * (one CPU's freelist), but a thread may move between CPUs.
+	 */
+	while (n < N && !lo) {
+		obj[n] = kmalloc(128, GFP_KERNEL);
+		CHECK(obj[n] != NULL);
+		if (!obj[n])
+			break;
+		memset(obj[n], 0x5a, 128);
+		for (int i = 0; i < n && !lo; i++)
+			if (obj[i] == obj[n] + 128 || obj[n] == obj[i] + 128)
+				lo = obj[i] < obj[n] ? obj[i] : obj[n];
+		n++;
 	}
-	/* The object after the lowest is one of ours: what a write would hit. */
-	for (int i = 0; i < 8; i++)
-		next_held |= obj[i] == lo + 128;
-	CHECK(next_held);
+	CHECK(lo != NULL);
+	if (!lo) {
+		for (int i = 0; i < n; i++)
+			kfree(obj[i]);
+		return;
+	}
 	CHECK_EQ(ksize(lo + 16), 0);
 	CHECK_EQ(ksize(lo), 128);
 	k.p = lo + 16;
@@ -625,10 +635,10 @@ static void test_krealloc_inside(void)
 		capture_stderr(do_krealloc, &k, out, sizeof(out));
 		CHECK(k.ret == NULL && errno == EINVAL);
 		CHECK(strstr(out, "BUG kmalloc-128: Invalid object pointer 0x") != NULL);
-		for (int i = 0; i < 8; i++)
+		for (int i = 0; i < n; i++)
 			CHECK(all_bytes(obj[i], 0x5a, 128));
 	}
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < n; i++)
 		kfree(obj[i]);
 }
 
