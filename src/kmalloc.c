@@ -22,6 +22,7 @@ unsigned int kmalloc_cache_max = KMALLOC_MAX_CACHE_SIZE;
 unsigned int kmalloc_medium_base;
 uint8_t kmalloc_class[KMALLOC_MAX_CACHE_SIZE / 8 + 1];
 char *kmalloc_sheaf16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
+uint8_t kmalloc_map16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
 
 static const unsigned int kernel_classes[] = {
 	8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192,
@@ -94,8 +95,12 @@ int kmalloc_init(void)
 	}
 	kmalloc_medium_base = c + 1;
 	kmalloc_cache_max = sizes[nr - 1];
-	for (unsigned int i = 0; i <= KMALLOC_MAX_CACHE_SIZE / 16; i++)
-		kmalloc_sheaf16[i] = pcpu_base + kmalloc_slab(i ? i * 16 : 16)->cpu_sheaves;
+	for (unsigned int i = 0; i <= KMALLOC_MAX_CACHE_SIZE / 16; i++) {
+		struct kmem_cache *s = kmalloc_slab(i ? i * 16 : 16);
+
+		kmalloc_sheaf16[i] = pcpu_base + s->cpu_sheaves;
+		kmalloc_map16[i] = (uint8_t)s->map_id;
+	}
 	return 0;
 }
 

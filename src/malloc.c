@@ -285,11 +285,14 @@ MALLOC_API void free(void *p)
 	slub_free(p, (const void *)ENTRY_CALLER(_RET_IP_));
 }
 
-/* C23: the size and alignment are hints; the allocator knows both. */
+/*
+ * C23: the size names the block's sheaf when it names its class, and is
+ * only a hint when it does not (slub_free_sized()). The alignment too:
+ * the allocator knows both.
+ */
 MALLOC_API void free_sized(void *p, size_t size)
 {
-	(void)size;
-	slub_free(p, (const void *)ENTRY_CALLER(_RET_IP_));
+	slub_free_sized(p, size, (const void *)ENTRY_CALLER(_RET_IP_));
 }
 
 MALLOC_API void free_aligned_sized(void *p, size_t align, size_t size)

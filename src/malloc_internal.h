@@ -65,6 +65,42 @@ static __always_inline void slub_free(void *p, const void *caller)
 	slub_free_slow(p, caller);
 }
 
+/*
+ * A free that is told the size the block was asked with (C++'s sized
+ * delete, C23's free_sized()): the size names its class, so the push
+ * need not wait on the block's map byte, which is only compared. A size
+ * that does not name the block's class (a wrong one, or a block that
+ * realloc() left in a larger class) fails the compare and takes the
+ * unsized path: the size never decides where a block goes. (tcmalloc's
+ * sized delete likewise skips its page map, without the compare.)
+ */
+static __always_inline bool sheaf_free_sized_fast(void *object, size_t size)
+{
+	unsigned int want, map_id;
+	const struct slab_fast *f;
+	char *sheaf;
+
+	if (unlikely(size > KMALLOC_MAX_CACHE_SIZE))
+		return false;
+	want = kmalloc_map16[(size + 15) >> 4];
+	map_id = virt_to_map_id(object,
+			__atomic_load_n(&sheaf_fast_limit.free, __ATOMIC_ACQUIRE));
+	f = &slab_fast[want];
+	sheaf = sheaf_slot_addr(want);
+	/* From the size, not the map byte: else gcc takes map_id once they compare equal. */
+	__asm__("" : "+r"(f), "+r"(sheaf));
+	return likely(map_id == want) &&
+	       likely(object_start_fast(&f->check, object)) &&
+	       likely(rseq_array_push(rseq_area(), sheaf, object) == RSEQ_OK);
+}
+
+static __always_inline void slub_free_sized(void *p, size_t size, const void *caller)
+{
+	if (likely(sheaf_free_sized_fast(p, size)))
+		return;
+	slub_free_slow(p, caller);
+}
+
 /* Blocks of more than the page allocator's largest, each its own mmap. */
 struct malloc_huge_usage {
 	size_t nr, bytes;		/* mapped now */

@@ -25,9 +25,10 @@
  * calls the program's. (jemalloc, tcmalloc and mimalloc free such a block
  * themselves, 16 bytes into a block of the program's malloc.)
  *
- * The sized and aligned deletes ignore their size and alignment: free
- * finds both from the block, and a wrong size from the program must not
- * decide where the block goes.
+ * The sized deletes take the block's sheaf from the size and only check
+ * it against the block (slub_free_sized()): a wrong size from the
+ * program takes free's path and never decides where the block goes. The
+ * aligned deletes ignore their alignment: free finds it from the block.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -354,9 +355,21 @@ LOCAL(_ZdlPvSt11align_val_t);
 	}									\
 	LOCAL(name);
 
+/* The sized ones: the size names the sheaf, checked against the block (malloc_internal.h). */
+#define DELETE_SIZED_DERIVED(name, op)						\
+	CXX_API void name(void *p, size_t size)					\
+	{									\
+		if (cxx_all_ours())						\
+			slub_free_sized(p, size,				\
+					(const void *)ENTRY_CALLER(_RET_IP_));	\
+		else								\
+			delete_slow(op, p, size, 0);				\
+	}									\
+	LOCAL(name);
+
 DELETE_DERIVED(_ZdaPv, DELETE_ARRAY, (void *p), 0, 0)
-DELETE_DERIVED(_ZdlPvm, DELETE_SIZED, (void *p, size_t size), size, 0)
-DELETE_DERIVED(_ZdaPvm, DELETE_ARRAY_SIZED, (void *p, size_t size), size, 0)
+DELETE_SIZED_DERIVED(_ZdlPvm, DELETE_SIZED)
+DELETE_SIZED_DERIVED(_ZdaPvm, DELETE_ARRAY_SIZED)
 DELETE_DERIVED(_ZdlPvRKSt9nothrow_t, DELETE_NOTHROW, (void *p, nothrow_ref nt), nt, 0)
 DELETE_DERIVED(_ZdaPvRKSt9nothrow_t, DELETE_ARRAY_NOTHROW, (void *p, nothrow_ref nt), nt, 0)
 DELETE_DERIVED(_ZdaPvSt11align_val_t, DELETE_ARRAY_ALIGNED, (void *p, align_val align),

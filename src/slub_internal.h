@@ -479,6 +479,8 @@ extern __internal uint8_t kmalloc_class[KMALLOC_MAX_CACHE_SIZE / 8 + 1];
  * to what the pop takes, for the drop-in's malloc.
  */
 extern __internal char *kmalloc_sheaf16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
+/* The map id of the same class (0: none), for the drop-in's sized free. */
+extern __internal uint8_t kmalloc_map16[KMALLOC_MAX_CACHE_SIZE / 16 + 1];
 
 /* 1 <= size <= KMALLOC_MAX_CACHE_SIZE: the class index, and its cache (slab layer up). */
 static inline unsigned int kmalloc_index(size_t size)

@@ -854,7 +854,7 @@ static void test_medium_classes(void)
 static void test_free_sized(void)
 {
 	uintptr_t old;
-	void *p;
+	void *p, *q, *r[64];
 
 	/* free_sized frees: the object comes straight back. */
 	p = malloc(hide_size(72));
@@ -863,6 +863,24 @@ static void test_free_sized(void)
 	p = malloc(hide_size(72));
 	CHECK_REUSED(p, old);
 	free_sized(p, 72);
+
+	/*
+	 * A size that names another class than the block's (realloc() kept
+	 * the block where it was, or the program is wrong) must not put the
+	 * block in that class's sheaf, on any CPU: it goes back to its own.
+	 */
+	p = malloc(hide_size(1000));
+	q = realloc(p, hide_size(600));
+	CHECK(q == p);
+	CHECK_EQ(malloc_usable_size(q), 1024);
+	free_sized(q, 600);
+	for (int i = 0; i < 64; i++) {
+		r[i] = malloc(hide_size(600));
+		/* The kernel's classes have 600 in kmalloc-1k too. */
+		CHECK(!fine_classes() || (r[i] != q && malloc_usable_size(r[i]) < 1024));
+	}
+	for (int i = 0; i < 64; i++)
+		free_sized(r[i], 600);
 
 	/* A block of pages past the last kmalloc class of either set. */
 	p = malloc(hide_size(200000));

@@ -145,6 +145,27 @@ static void test_sized_delete()
 	::operator delete(hide(raw), 1000);
 	if (counted)
 		CHECK_EQ(frees("kmalloc-1k") - f, 1);
+
+	/*
+	 * A wrong size names another class's sheaf: the block must go back
+	 * to its own class, never be handed out for the size it was given.
+	 */
+	f = frees("kmalloc-192");
+	long long big = frees("kmalloc-1k");
+	s = hide(new sized());
+	::operator delete(hide(static_cast<void *>(s)), 1000);
+	if (counted) {
+		CHECK_EQ(frees("kmalloc-192") - f, 1);
+		CHECK_EQ(frees("kmalloc-1k") - big, 0);
+	}
+	void *got[64];
+
+	for (void *&g : got) {
+		g = ::operator new(1000);
+		CHECK(g != static_cast<void *>(s));
+	}
+	for (void *g : got)
+		::operator delete(hide(g), 1000);
 }
 
 struct alignas(64) line {
