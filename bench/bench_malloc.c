@@ -31,6 +31,9 @@
  *             they are bound and called as in any C++ program (left out
  *             where no C++ compiler built it)
  *   cxx-unsized  the same with operator delete(void *)
+ *   calloc    single's churn with calloc(1, n) for each block (what a
+ *             program that zeroes its structures, as CPython and many C
+ *             libraries do, asks for)
  *
  * Every block gets its first and last byte written; with -T, a byte in
  * each of its pages too (for blocks of many pages, where page faults
@@ -67,11 +70,11 @@
 #define RING		1024	/* slots per prodcons ring, a power of two */
 #define CHECK_EVERY	256	/* iterations between looks at the clock/stop */
 
-enum { W_SINGLE, W_PRODCONS, W_OVERSUB, W_CXX, W_CXX_UNSIZED, NR_WL };
+enum { W_SINGLE, W_PRODCONS, W_OVERSUB, W_CXX, W_CXX_UNSIZED, W_CALLOC, NR_WL };
 enum { A_GLIBC, A_SLUB, A_JEMALLOC, A_TCMALLOC, A_MIMALLOC, NR_ALLOCS };
 
 static const char *const wl_name[NR_WL] = {
-	"single", "prodcons", "oversub", "cxx", "cxx-unsized",
+	"single", "prodcons", "oversub", "cxx", "cxx-unsized", "calloc",
 };
 static const char *const wl_op[NR_WL] = {
 	"one malloc+free: a random object of the working set replaced, then a "
@@ -81,6 +84,7 @@ static const char *const wl_op[NR_WL] = {
 	"threads",
 	"as single, through operator new and the sized operator delete",
 	"as single, through operator new and operator delete(void *)",
+	"as single, with calloc(1, n) for each block",
 };
 static const char *const alloc_name[NR_ALLOCS] = {
 	"glibc", "libslub", "jemalloc", "tcmalloc", "mimalloc",
@@ -153,6 +157,20 @@ static inline void *xmalloc(size_t size)
 	return p;
 }
 
+/* calloc's block, written as xmalloc's: the zeroing is the allocator's work. */
+static inline void *xcalloc(size_t size)
+{
+	unsigned char *p = calloc(1, size);
+
+	if (!p) {
+		fprintf(stderr, "bench_malloc: calloc(1, %zu) failed\n", size);
+		abort();
+	}
+	p[0] = (unsigned char)size;
+	p[size - 1] = (unsigned char)size;
+	return p;
+}
+
 static volatile int stop;
 static pthread_barrier_t start_barrier;
 
@@ -178,19 +196,26 @@ static void churn_free(struct churn *c)
 	free(c->slot);
 }
 
-/* Iterations until *stop_flag or, when deadline > 0, the clock says so. */
-static void churn_run(struct churn *c, double deadline)
+/*
+ * Iterations until *stop_flag or, when deadline > 0, the clock says so;
+ * zero (a constant at each call) allocates with calloc.
+ */
+static __attribute__((always_inline)) inline void churn_loop(struct churn *c, double deadline,
+							    bool zero)
 {
 	unsigned long long ops = 0;
 
 	for (;;) {
 		for (unsigned int k = 0; k < CHECK_EVERY; k++) {
 			unsigned int i = rnd_below(&c->seed, c->n);
+			size_t size;
 
 			free(c->slot[i]);
-			c->slot[i] = xmalloc(rnd_size(&c->seed));
+			size = rnd_size(&c->seed);
+			c->slot[i] = zero ? xcalloc(size) : xmalloc(size);
 			if (c->pair) {
-				void *p = xmalloc(rnd_size(&c->seed));
+				size = rnd_size(&c->seed);
+				void *p = zero ? xcalloc(size) : xmalloc(size);
 
 				__asm__ volatile("" : : "r"(p) : "memory");
 				free(p);
@@ -203,14 +228,27 @@ static void churn_run(struct churn *c, double deadline)
 	c->ops = ops;
 }
 
-static unsigned long long run_single(double *secs)
+static void churn_run(struct churn *c, double deadline)
+{
+	churn_loop(c, deadline, false);
+}
+
+static __attribute__((noinline)) void churn_run_calloc(struct churn *c, double deadline)
+{
+	churn_loop(c, deadline, true);
+}
+
+static unsigned long long run_single(double *secs, bool zero)
 {
 	struct churn c = { .n = opt.ws, .seed = 0x9e3779b97f4a7c15ULL, .pair = true };
 	double t0;
 
 	churn_fill(&c);
 	t0 = now();
-	churn_run(&c, t0 + opt.duration);
+	if (zero)
+		churn_run_calloc(&c, t0 + opt.duration);
+	else
+		churn_run(&c, t0 + opt.duration);
 	*secs = now() - t0;
 	churn_free(&c);
 	return c.ops;
@@ -368,7 +406,10 @@ static int child_main(unsigned int w)
 		return 2;
 	}
 	alarm((unsigned int)(opt.duration * 10) + 30);	/* a hang is a failure */
-	ops = w == W_SINGLE ? run_single(&secs) : run_threads(w, &secs);
+	if (w == W_SINGLE || w == W_CALLOC)
+		ops = run_single(&secs, w == W_CALLOC);
+	else
+		ops = run_threads(w, &secs);
 	printf("%llu %.6f %ld\n", ops, secs, status_kb("VmHWM"));
 	return fflush(stdout) ? 1 : 0;
 }
@@ -589,7 +630,7 @@ static void print_tables(void)
 	       "working set %u;\n  prodcons: %u pairs (%u threads); oversub: %u "
 	       "threads; sizes %zu..%zu bytes%s; op = malloc + free\n"
 	       "  cxx, cxx-unsized: single through operator new and the sized or "
-	       "unsized delete\n",
+	       "unsized delete; calloc: single with calloc\n",
 	       opt.duration, opt.ws, opt.pairs, 2 * opt.pairs, opt.threads,
 	       opt.min_size, opt.max_size, opt.touch_all ? ", every page written" : "");
 	printf("best peer: the best of glibc, jemalloc, tcmalloc, mimalloc "
@@ -710,7 +751,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: bench_malloc [-d secs] [-r reps] [-p pairs] [-t threads] [-w objs]\n"
-		"                    [-W single,prodcons,oversub,cxx,cxx-unsized]\n"
+		"                    [-W single,prodcons,oversub,cxx,cxx-unsized,calloc]\n"
 		"                    [-a glibc,libslub,...]\n"
 		"                    [-s min-max] [-T] [-L libslub-malloc.so] [-o out.json]\n"
 		"  -d  seconds per run (1.0)      -r  repetitions, median (3)\n"
