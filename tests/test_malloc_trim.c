@@ -308,8 +308,15 @@ static void bg_child(void *arg)
 	    slub_sysfs_write("page_alloc/purge_delay_ms", "100"))
 		_exit(2);
 	ticks = sysfs_num("policy/background_thread_ticks");
-	/* The thread's wait under the old delay (-1) takes up to a second. */
+	/*
+	 * The thread's wait under the old delay (-1) takes up to a second.
+	 * Wait for a tick after this point too: the memory may go back in a
+	 * tick that had begun (and counted) just before the count was read.
+	 */
 	later = wait_rss_drop(freed, 32 << 10);
+	for (int ms = 0; sysfs_num("policy/background_thread_ticks") <= ticks &&
+			 ms < 10000; ms += 50)
+		sleep_ms(50);
 	if (sysfs_num("policy/background_thread_ticks") <= ticks)
 		_exit(3);
 	if (freed - later < 32 << 10)
