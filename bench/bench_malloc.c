@@ -136,17 +136,15 @@ static inline size_t rnd_size(uint64_t *s)
 }
 
 /*
- * Allocate and touch the first and last byte, as a user of the memory
+ * A new block: touch its first and last byte, as a user of the memory
  * would; with -T, a byte in every page too, as a program that fills its
  * buffer does (what a block's page faults cost, without a memset's
  * bandwidth on top).
  */
-static inline void *xmalloc(size_t size)
+static inline void *written(unsigned char *p, size_t size, const char *fn)
 {
-	unsigned char *p = malloc(size);
-
 	if (!p) {
-		fprintf(stderr, "bench_malloc: malloc(%zu) failed\n", size);
+		fprintf(stderr, "bench_malloc: %s(%zu) failed\n", fn, size);
 		abort();
 	}
 	p[0] = (unsigned char)size;
@@ -157,18 +155,15 @@ static inline void *xmalloc(size_t size)
 	return p;
 }
 
+static inline void *xmalloc(size_t size)
+{
+	return written(malloc(size), size, "malloc");
+}
+
 /* calloc's block, written as xmalloc's: the zeroing is the allocator's work. */
 static inline void *xcalloc(size_t size)
 {
-	unsigned char *p = calloc(1, size);
-
-	if (!p) {
-		fprintf(stderr, "bench_malloc: calloc(1, %zu) failed\n", size);
-		abort();
-	}
-	p[0] = (unsigned char)size;
-	p[size - 1] = (unsigned char)size;
-	return p;
+	return written(calloc(1, size), size, "calloc");
 }
 
 static volatile int stop;

@@ -457,6 +457,7 @@ static void bg_sandboxed(void *arg)
 {
 	static const int nr[] = { __NR_membarrier, __NR_sched_setaffinity };
 	long freed, later;
+	double t0;
 
 	test_failed_checks = 0;		/* the parent's are not ours */
 	/*
@@ -483,15 +484,10 @@ static void bg_sandboxed(void *arg)
 	 */
 	if (slub_sysfs_write("page_alloc/purge_delay_ms", "100"))
 		_exit(6);
-	for (int ms = 0;; ms += 100) {
-		sleep_ms(100);
-		later = status_field("VmRSS:");
-		if (freed - later >= 32 << 10 || ms >= 10000) {
-			fprintf(stderr, "sandboxed: rss after the frees %ld KiB, "
-				"%ld after %.1f s\n", freed, later, (ms + 100) / 1000.0);
-			break;
-		}
-	}
+	t0 = mono_ms();
+	later = wait_rss_drop(freed, 32 << 10);
+	fprintf(stderr, "sandboxed: rss after the frees %ld KiB, %ld after %.1f s\n",
+		freed, later, (mono_ms() - t0) / 1000.0);
 	if (freed - later < 32 << 10)
 		_exit(4);
 	/* Slow paths of this thread, with looks due: they stop no other CPU. */
