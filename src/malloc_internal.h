@@ -101,6 +101,24 @@ static __always_inline void slub_free_sized(void *p, size_t size, const void *ca
 	slub_free_slow(p, caller);
 }
 
+/*
+ * The size whose class an aligned block of size bytes is in, for the
+ * sized free: slub_aligned() takes the smallest class of at least
+ * max(size, align) whose objects all fall on align, and that is the class
+ * of the size rounded up to align. (A class between 2^k and 2^(k+1) is a
+ * multiple of 2^(k-2), with either class set: if align is no more, every
+ * class there is aligned; if more, the rounded size is a multiple of
+ * 2^(k-2) in that range, a class of its own.) Two instructions, and only
+ * a guess that the block's map byte must confirm, as free_sized()'s size
+ * is: a size of 0, an alignment that is not a power of two, a sum that
+ * wraps or a layout that put the block elsewhere fails the compare and
+ * takes the unsized path.
+ */
+static __always_inline size_t aligned_free_size(size_t align, size_t size)
+{
+	return (size + align - 1) & -align;
+}
+
 /* Blocks of more than the page allocator's largest, each its own mmap. */
 struct malloc_huge_usage {
 	size_t nr, bytes;		/* mapped now */

@@ -367,6 +367,18 @@ LOCAL(_ZdlPvSt11align_val_t);
 	}									\
 	LOCAL(name);
 
+/* The sized aligned ones: the class from the size rounded up to the alignment. */
+#define DELETE_SIZED_ALIGNED_DERIVED(name, op)					\
+	CXX_API void name(void *p, size_t size, align_val align)		\
+	{									\
+		if (cxx_all_ours())						\
+			slub_free_sized(p, aligned_free_size(align, size),	\
+					(const void *)ENTRY_CALLER(_RET_IP_));	\
+		else								\
+			delete_slow(op, p, size, align);			\
+	}									\
+	LOCAL(name);
+
 DELETE_DERIVED(_ZdaPv, DELETE_ARRAY, (void *p), 0, 0)
 DELETE_SIZED_DERIVED(_ZdlPvm, DELETE_SIZED)
 DELETE_SIZED_DERIVED(_ZdaPvm, DELETE_ARRAY_SIZED)
@@ -374,10 +386,8 @@ DELETE_DERIVED(_ZdlPvRKSt9nothrow_t, DELETE_NOTHROW, (void *p, nothrow_ref nt), 
 DELETE_DERIVED(_ZdaPvRKSt9nothrow_t, DELETE_ARRAY_NOTHROW, (void *p, nothrow_ref nt), nt, 0)
 DELETE_DERIVED(_ZdaPvSt11align_val_t, DELETE_ARRAY_ALIGNED, (void *p, align_val align),
 	       align, 0)
-DELETE_DERIVED(_ZdlPvmSt11align_val_t, DELETE_SIZED_ALIGNED,
-	       (void *p, size_t size, align_val align), size, align)
-DELETE_DERIVED(_ZdaPvmSt11align_val_t, DELETE_ARRAY_SIZED_ALIGNED,
-	       (void *p, size_t size, align_val align), size, align)
+DELETE_SIZED_ALIGNED_DERIVED(_ZdlPvmSt11align_val_t, DELETE_SIZED_ALIGNED)
+DELETE_SIZED_ALIGNED_DERIVED(_ZdaPvmSt11align_val_t, DELETE_ARRAY_SIZED_ALIGNED)
 DELETE_DERIVED(_ZdlPvSt11align_val_tRKSt9nothrow_t, DELETE_ALIGNED_NOTHROW,
 	       (void *p, align_val align, nothrow_ref nt), align, nt)
 DELETE_DERIVED(_ZdaPvSt11align_val_tRKSt9nothrow_t, DELETE_ARRAY_ALIGNED_NOTHROW,

@@ -851,6 +851,19 @@ static void test_medium_classes(void)
 	}
 }
 
+/* 64 mallocs of size: none may be the freed block p, which is another class's. */
+static void check_not_handed_out(const void *p, size_t size)
+{
+	void *r[64];
+
+	for (int i = 0; i < 64; i++) {
+		r[i] = malloc(hide_size(size));
+		CHECK(r[i] != p);
+	}
+	for (int i = 0; i < 64; i++)
+		free(r[i]);
+}
+
 static void test_free_sized(void)
 {
 	uintptr_t old;
@@ -901,6 +914,27 @@ static void test_free_sized(void)
 	p = aligned_alloc(256, hide_size(256));
 	CHECK_REUSED(p, old);
 	free_aligned_sized(p, 256, 256);
+
+	/*
+	 * The class of an aligned block is that of its size rounded up to the
+	 * alignment: 100 bytes on 64 are kmalloc-128's (the fine classes'
+	 * kmalloc-112 has objects off 64). A wrong size, or an alignment that
+	 * is not a power of two, must not send it to another class's sheaf.
+	 */
+	p = aligned_alloc(64, hide_size(100));
+	old = (uintptr_t)p;
+	CHECK(aligned(p, 64));
+	CHECK_EQ(malloc_usable_size(p), 128);
+	free_aligned_sized(p, 64, 100);
+	p = malloc(hide_size(128));
+	CHECK_REUSED(p, old);
+	free(p);
+	p = aligned_alloc(64, hide_size(100));
+	free_aligned_sized(p, 64, 1000);
+	check_not_handed_out(p, 1000);
+	p = aligned_alloc(64, hide_size(100));
+	free_aligned_sized(p, 48, 100);
+	check_not_handed_out(p, 48);
 
 	/* kmalloc-64k with the fine classes: back on the CPU sheaf. */
 	p = aligned_alloc(64 * KiB, hide_size(64 * KiB));

@@ -126,6 +126,19 @@ struct sized {
 	char payload[184];	/* kmalloc-192 in either class set */
 };
 
+/* 64 news of size: none may be the deleted block p, which is another class's. */
+static void check_not_handed_out(const void *p, size_t size)
+{
+	void *got[64];
+
+	for (void *&g : got) {
+		g = ::operator new(size);
+		CHECK(g != p);
+	}
+	for (void *g : got)
+		::operator delete(hide(g), size);
+}
+
 /* Sized delete (C++14): the size given back is a hint free() can ignore. */
 static void test_sized_delete()
 {
@@ -158,14 +171,7 @@ static void test_sized_delete()
 		CHECK_EQ(frees("kmalloc-192") - f, 1);
 		CHECK_EQ(frees("kmalloc-1k") - big, 0);
 	}
-	void *got[64];
-
-	for (void *&g : got) {
-		g = ::operator new(1000);
-		CHECK(g != static_cast<void *>(s));
-	}
-	for (void *g : got)
-		::operator delete(hide(g), 1000);
+	check_not_handed_out(s, 1000);
 }
 
 struct alignas(64) line {
@@ -206,6 +212,26 @@ static void test_aligned_new()
 	void *raw = ::operator new(100, std::align_val_t(256));
 	CHECK(aligned(raw, 256));
 	::operator delete(raw, 100, std::align_val_t(256));
+
+	/*
+	 * The sized aligned delete names the class by the size rounded up to
+	 * the alignment: 100 bytes on 64 are kmalloc-128's. A wrong size must
+	 * send the block back to its own class all the same.
+	 */
+	long long f = frees("kmalloc-128"), big = frees("kmalloc-1k");
+
+	raw = ::operator new(100, std::align_val_t(64));
+	CHECK_EQ(ksize(raw), 128);
+	::operator delete(hide(raw), 100, std::align_val_t(64));
+	if (counted)
+		CHECK_EQ(frees("kmalloc-128") - f, 1);
+	raw = ::operator new[](100, std::align_val_t(64));
+	::operator delete[](hide(raw), 1000, std::align_val_t(64));
+	if (counted) {
+		CHECK_EQ(frees("kmalloc-128") - f, 2);
+		CHECK_EQ(frees("kmalloc-1k") - big, 0);
+	}
+	check_not_handed_out(raw, 1000);
 }
 
 static void test_bad_alloc()
