@@ -449,6 +449,11 @@ void *slub_aligned(size_t align, size_t size, unsigned long caller)
 	return p ? p : page_block_fallback(size, align);
 }
 
+void slub_aligned_undo(void *p)
+{
+	slub_free(p, (const void *)_RET_IP_);
+}
+
 static inline bool power_of_two(size_t x)
 {
 	return x && !(x & (x - 1));
@@ -461,6 +466,10 @@ MALLOC_API int posix_memalign(void **out, size_t align, size_t size)
 
 	if (!power_of_two(align) || align % sizeof(void *))
 		return EINVAL;
+	if (likely(aligned_fast(align, size, &p))) {
+		*out = p;
+		return 0;
+	}
 	p = slub_aligned(align, size, _RET_IP_);
 	if (!p) {
 		errno = saved;
@@ -472,10 +481,14 @@ MALLOC_API int posix_memalign(void **out, size_t align, size_t size)
 
 MALLOC_API void *aligned_alloc(size_t align, size_t size)
 {
+	void *p;
+
 	if (!power_of_two(align)) {
 		errno = EINVAL;
 		return NULL;
 	}
+	if (likely(aligned_fast(align, size, &p)))
+		return p;
 	return slub_aligned(align, size, _RET_IP_);
 }
 

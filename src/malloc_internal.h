@@ -119,6 +119,30 @@ static __always_inline size_t aligned_free_size(size_t align, size_t size)
 	return (size + align - 1) & -align;
 }
 
+/* A misaligned object from aligned_fast(): freed, out of line. */
+void slub_aligned_undo(void *p);
+
+/*
+ * The aligned allocations' fast path, align a power of two: the class of
+ * max(size, align) rounded up to align (the one slub_aligned() takes)
+ * from its CPU sheaf. A cache with sheaves has the plain layout (debug
+ * caches have none), so its objects fall on align; the check stays, for
+ * a layout changed under the pop, and sends such an object back.
+ */
+static __always_inline bool aligned_fast(size_t align, size_t size, void **p)
+{
+	size_t want = size > align ? size : align;
+
+	/* Compared before the rounding, which would wrap a huge size. */
+	if (unlikely(want > KMALLOC_MAX_CACHE_SIZE) ||
+	    unlikely(!malloc_fast(aligned_free_size(align, want), p)))
+		return false;
+	if (likely(!((uintptr_t)*p & (align - 1))))
+		return true;
+	slub_aligned_undo(*p);
+	return false;
+}
+
 /* Blocks of more than the page allocator's largest, each its own mmap. */
 struct malloc_huge_usage {
 	size_t nr, bytes;		/* mapped now */

@@ -246,30 +246,45 @@ CXX_API void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt)
 }
 LOCAL(_ZnamRKSt9nothrow_t);
 
-/* The aligned forms: memalign's way, a power-of-two class or page block. */
+/*
+ * The aligned forms: aligned_alloc()'s fast path (an alignment that is
+ * not a power of two goes to the slow path, which passes it to
+ * libstdc++), else memalign's way, a class or a page block.
+ */
+#define NEW_ALIGNED_FAST(op, size, align, nt, derived)				\
+	do {									\
+		void *p;							\
+										\
+		if ((!(derived) || cxx_all_ours()) &&				\
+		    likely(!((align) & ((align) - 1))) &&			\
+		    likely(aligned_fast(align, size, &p)))			\
+			return p;						\
+		return new_slow(op, size, align, nt, _RET_IP_);			\
+	} while (0)
+
 CXX_API void *_ZnwmSt11align_val_t(size_t size, align_val align)
 {
-	return new_slow(NEW_ALIGNED, size, align, NULL, _RET_IP_);
+	NEW_ALIGNED_FAST(NEW_ALIGNED, size, align, NULL, false);
 }
 LOCAL(_ZnwmSt11align_val_t);
 
 CXX_API void *_ZnamSt11align_val_t(size_t size, align_val align)
 {
-	return new_slow(NEW_ARRAY_ALIGNED, size, align, NULL, _RET_IP_);
+	NEW_ALIGNED_FAST(NEW_ARRAY_ALIGNED, size, align, NULL, true);
 }
 LOCAL(_ZnamSt11align_val_t);
 
 CXX_API void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, align_val align,
 						    nothrow_ref nt)
 {
-	return new_slow(NEW_ALIGNED_NOTHROW, size, align, nt, _RET_IP_);
+	NEW_ALIGNED_FAST(NEW_ALIGNED_NOTHROW, size, align, nt, true);
 }
 LOCAL(_ZnwmSt11align_val_tRKSt9nothrow_t);
 
 CXX_API void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, align_val align,
 						    nothrow_ref nt)
 {
-	return new_slow(NEW_ARRAY_ALIGNED_NOTHROW, size, align, nt, _RET_IP_);
+	NEW_ALIGNED_FAST(NEW_ARRAY_ALIGNED_NOTHROW, size, align, nt, true);
 }
 LOCAL(_ZnamSt11align_val_tRKSt9nothrow_t);
 

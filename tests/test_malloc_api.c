@@ -396,6 +396,23 @@ static void test_enomem(void)
 	errno = 0;
 	CHECK(aligned_alloc(64, huge) == NULL);
 	CHECK_EQ(errno, ENOMEM);
+	/*
+	 * Sizes whose rounding up to the alignment wraps to a small one: the
+	 * fast path must not take that class (a quarter of kmalloc-16's
+	 * objects fall on 64, so eight tries of each would find one).
+	 */
+	for (int i = 0; i < 8; i++) {
+		static const size_t near_max[] = { SIZE_MAX, SIZE_MAX - 10, SIZE_MAX - 63 };
+
+		for (size_t k = 0; k < sizeof(near_max) / sizeof(near_max[0]); k++) {
+			void *out = (void *)1;
+
+			errno = 0;
+			CHECK(aligned_alloc(64, hide_size(near_max[k])) == NULL);
+			CHECK_EQ(errno, ENOMEM);
+			CHECK_EQ(posix_memalign(&out, 64, hide_size(near_max[k])), ENOMEM);
+		}
+	}
 	errno = 0;
 	CHECK(memalign(8 * MiB, huge) == NULL);
 	CHECK_EQ(errno, ENOMEM);
