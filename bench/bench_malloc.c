@@ -34,6 +34,9 @@
  *   calloc    single's churn with calloc(1, n) for each block (what a
  *             program that zeroes its structures, as CPython and many C
  *             libraries do, asks for)
+ *   aligned   single's churn with aligned_alloc(64, n) for each block
+ *             (cache-line-aligned structures: what C++'s alignas(64) types
+ *             and per-thread counters ask for)
  *
  * Every block gets its first and last byte written; with -T, a byte in
  * each of its pages too (for blocks of many pages, where page faults
@@ -69,12 +72,13 @@
 #define MAX_SIZE	1024
 #define RING		1024	/* slots per prodcons ring, a power of two */
 #define CHECK_EVERY	256	/* iterations between looks at the clock/stop */
+#define ALIGNED_TO	64	/* the aligned workload's alignment: a cache line */
 
-enum { W_SINGLE, W_PRODCONS, W_OVERSUB, W_CXX, W_CXX_UNSIZED, W_CALLOC, NR_WL };
+enum { W_SINGLE, W_PRODCONS, W_OVERSUB, W_CXX, W_CXX_UNSIZED, W_CALLOC, W_ALIGNED, NR_WL };
 enum { A_GLIBC, A_SLUB, A_JEMALLOC, A_TCMALLOC, A_MIMALLOC, NR_ALLOCS };
 
 static const char *const wl_name[NR_WL] = {
-	"single", "prodcons", "oversub", "cxx", "cxx-unsized", "calloc",
+	"single", "prodcons", "oversub", "cxx", "cxx-unsized", "calloc", "aligned",
 };
 static const char *const wl_op[NR_WL] = {
 	"one malloc+free: a random object of the working set replaced, then a "
@@ -85,6 +89,7 @@ static const char *const wl_op[NR_WL] = {
 	"as single, through operator new and the sized operator delete",
 	"as single, through operator new and operator delete(void *)",
 	"as single, with calloc(1, n) for each block",
+	"as single, with aligned_alloc(64, n) for each block",
 };
 static const char *const alloc_name[NR_ALLOCS] = {
 	"glibc", "libslub", "jemalloc", "tcmalloc", "mimalloc",
@@ -160,10 +165,20 @@ static inline void *xmalloc(size_t size)
 	return written(malloc(size), size, "malloc");
 }
 
+/* How churn_loop() allocates: a constant at each call. */
+enum alloc_kind { ALLOC_MALLOC, ALLOC_CALLOC, ALLOC_ALIGNED };
+
 /* calloc's block, written as xmalloc's: the zeroing is the allocator's work. */
-static inline void *xcalloc(size_t size)
+static inline void *xalloc(enum alloc_kind kind, size_t size)
 {
-	return written(calloc(1, size), size, "calloc");
+	switch (kind) {
+	case ALLOC_CALLOC:
+		return written(calloc(1, size), size, "calloc");
+	case ALLOC_ALIGNED:
+		return written(aligned_alloc(ALIGNED_TO, size), size, "aligned_alloc");
+	default:
+		return xmalloc(size);
+	}
 }
 
 static volatile int stop;
@@ -193,10 +208,10 @@ static void churn_free(struct churn *c)
 
 /*
  * Iterations until *stop_flag or, when deadline > 0, the clock says so;
- * zero (a constant at each call) allocates with calloc.
+ * kind (a constant at each call) says how it allocates.
  */
 static __attribute__((always_inline)) inline void churn_loop(struct churn *c, double deadline,
-							    bool zero)
+							    enum alloc_kind kind)
 {
 	unsigned long long ops = 0;
 
@@ -207,10 +222,10 @@ static __attribute__((always_inline)) inline void churn_loop(struct churn *c, do
 
 			free(c->slot[i]);
 			size = rnd_size(&c->seed);
-			c->slot[i] = zero ? xcalloc(size) : xmalloc(size);
+			c->slot[i] = xalloc(kind, size);
 			if (c->pair) {
 				size = rnd_size(&c->seed);
-				void *p = zero ? xcalloc(size) : xmalloc(size);
+				void *p = xalloc(kind, size);
 
 				__asm__ volatile("" : : "r"(p) : "memory");
 				free(p);
@@ -225,23 +240,31 @@ static __attribute__((always_inline)) inline void churn_loop(struct churn *c, do
 
 static void churn_run(struct churn *c, double deadline)
 {
-	churn_loop(c, deadline, false);
+	churn_loop(c, deadline, ALLOC_MALLOC);
 }
 
+/* Each its own copy, so that single's loop stays as it was. */
 static __attribute__((noinline)) void churn_run_calloc(struct churn *c, double deadline)
 {
-	churn_loop(c, deadline, true);
+	churn_loop(c, deadline, ALLOC_CALLOC);
 }
 
-static unsigned long long run_single(double *secs, bool zero)
+static __attribute__((noinline)) void churn_run_aligned(struct churn *c, double deadline)
+{
+	churn_loop(c, deadline, ALLOC_ALIGNED);
+}
+
+static unsigned long long run_single(double *secs, enum alloc_kind kind)
 {
 	struct churn c = { .n = opt.ws, .seed = 0x9e3779b97f4a7c15ULL, .pair = true };
 	double t0;
 
 	churn_fill(&c);
 	t0 = now();
-	if (zero)
+	if (kind == ALLOC_CALLOC)
 		churn_run_calloc(&c, t0 + opt.duration);
+	else if (kind == ALLOC_ALIGNED)
+		churn_run_aligned(&c, t0 + opt.duration);
 	else
 		churn_run(&c, t0 + opt.duration);
 	*secs = now() - t0;
@@ -401,8 +424,9 @@ static int child_main(unsigned int w)
 		return 2;
 	}
 	alarm((unsigned int)(opt.duration * 10) + 30);	/* a hang is a failure */
-	if (w == W_SINGLE || w == W_CALLOC)
-		ops = run_single(&secs, w == W_CALLOC);
+	if (w == W_SINGLE || w == W_CALLOC || w == W_ALIGNED)
+		ops = run_single(&secs, w == W_CALLOC ? ALLOC_CALLOC :
+					w == W_ALIGNED ? ALLOC_ALIGNED : ALLOC_MALLOC);
 	else
 		ops = run_threads(w, &secs);
 	printf("%llu %.6f %ld\n", ops, secs, status_kb("VmHWM"));
@@ -625,9 +649,11 @@ static void print_tables(void)
 	       "working set %u;\n  prodcons: %u pairs (%u threads); oversub: %u "
 	       "threads; sizes %zu..%zu bytes%s; op = malloc + free\n"
 	       "  cxx, cxx-unsized: single through operator new and the sized or "
-	       "unsized delete; calloc: single with calloc\n",
+	       "unsized delete; calloc: single with calloc; aligned: single with "
+	       "aligned_alloc(%d, n)\n",
 	       opt.duration, opt.ws, opt.pairs, 2 * opt.pairs, opt.threads,
-	       opt.min_size, opt.max_size, opt.touch_all ? ", every page written" : "");
+	       opt.min_size, opt.max_size, opt.touch_all ? ", every page written" : "",
+	       ALIGNED_TO);
 	printf("best peer: the best of glibc, jemalloc, tcmalloc, mimalloc "
 	       "(throughput: ratio < 1 is slower; RSS: ratio > 1 is more)\n");
 	print_table(false);
@@ -746,7 +772,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: bench_malloc [-d secs] [-r reps] [-p pairs] [-t threads] [-w objs]\n"
-		"                    [-W single,prodcons,oversub,cxx,cxx-unsized,calloc]\n"
+		"                    [-W single,prodcons,oversub,cxx,cxx-unsized,calloc,aligned]\n"
 		"                    [-a glibc,libslub,...]\n"
 		"                    [-s min-max] [-T] [-L libslub-malloc.so] [-o out.json]\n"
 		"  -d  seconds per run (1.0)      -r  repetitions, median (3)\n"
