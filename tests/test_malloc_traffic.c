@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The drop-in under random traffic, linked statically as test_malloc_api
+ * is: malloc, calloc, realloc and free of sizes from a few bytes to 8 MiB
+ * in random order, every block's contents checked until it is freed; the
+ * blocks the bring-up hands out before libslub is up; and the
+ * allocator's own consistency check after the traffic.
+ */
+#include <malloc.h>
+#include <stdint.h>
+
+#include "helpers.h"
+#include "malloc_helpers.h"
+#include "page_alloc.h"
+#include "test.h"
+
+/* ---- Random traffic with contents checked --------------------------------- */
+
+static size_t random_size(unsigned long long *rnd)
+{
+	unsigned int r = (unsigned int)(rnd_next(rnd) % 1000);
+
+	if (r < 700)
+		return (size_t)(rnd_next(rnd) % 256);
+	if (r < 950)
+		return (size_t)(rnd_next(rnd) % 9000);
+	if (r < 998)
+		return (size_t)(rnd_next(rnd) % (1 * MiB));
+	return 4 * MiB + (size_t)(rnd_next(rnd) % (4 * MiB));
+}
+
+/* Only the first and last 256 bytes of a big block carry the pattern. */
+static void mark(unsigned char *p, size_t n, unsigned int seed)
+{
+	if (n <= 512) {
+		fill(p, n, seed);
+		return;
+	}
+	fill(p, 256, seed);
+	fill(p + n - 256, 256, seed + 1);
+}
+
+static bool marked(const unsigned char *p, size_t n, unsigned int seed)
+{
+	if (n <= 512)
+		return check_fill(p, n, seed) == n;
+	return check_fill(p, 256, seed) == 256 &&
+	       check_fill(p + n - 256, 256, seed + 1) == 256;
+}
+
+static void test_random_traffic(void)
+{
+	enum { SLOTS = 512, OPS = 200000 };
+	static unsigned char *p[SLOTS];
+	static size_t n[SLOTS];
+	static unsigned int seed[SLOTS];
+	unsigned long long rnd = 42;
+	int bad = 0, fails = 0;
+
+	for (int op = 0; op < OPS; op++) {
+		int i = (int)(rnd_next(&rnd) % SLOTS);
+		unsigned int r = (unsigned int)(rnd_next(&rnd) % 4);
+		size_t sz = random_size(&rnd);
+		unsigned char *q;
+
+		if (p[i] && !marked(p[i], n[i], seed[i]))
+			bad++;
+		if (p[i] && r == 0) {		/* realloc */
+			size_t keep = n[i] < sz ? n[i] : sz;
+
+			/* mark() patterned only the head of a big block. */
+			if (n[i] > 512 && keep > 256)
+				keep = 256;
+
+			q = realloc(p[i], sz);
+			if (!q && sz) {
+				fails++;
+				continue;
+			}
+			if (sz && check_fill(q, keep, seed[i]) != keep)
+				bad++;
+			p[i] = q;
+		} else if (p[i]) {
+			free(p[i]);
+			p[i] = NULL;
+			continue;
+		} else {
+			p[i] = r == 1 ? calloc(1, sz) : malloc(sz);
+			if (!p[i]) {
+				fails++;
+				continue;
+			}
+			if (r == 1 && !all_bytes(p[i], sz < 4096 ? sz : 4096, 0))
+				bad++;
+		}
+		n[i] = sz;
+		seed[i] = (unsigned int)op;
+		if (p[i])
+			mark(p[i], sz, seed[i]);
+	}
+	for (int i = 0; i < SLOTS; i++) {
+		if (p[i] && !marked(p[i], n[i], seed[i]))
+			bad++;
+		free(p[i]);
+		p[i] = NULL;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(fails, 0);
+	/* And the allocator's own check: every free list and block state. */
+	CHECK_EQ(sysfs_num("page_alloc/check"), 0);
+	CHECK_EQ(page_alloc_check(), 0);
+}
+
+/* ---- Bring-up blocks ------------------------------------------------------------ */
+
+/* The drop-in's bring-up allocator (src/malloc.c): it cannot be redone. */
+void *malloc_boot_alloc(size_t size);
+
+/*
+ * Blocks handed out while libslub comes up: realloc() moves their
+ * contents, malloc_usable_size() knows them, free() leaves them, and a
+ * power-of-two size is aligned to itself, as the aligned calls need.
+ */
+static void test_boot_blocks(void)
+{
+	unsigned char *p = malloc_boot_alloc(100), *q;
+	void *a = malloc_boot_alloc(256), *b = malloc_boot_alloc(4096);
+	void *z = malloc_boot_alloc(0);
+
+	CHECK(p && a && b && z);
+	if (!p || !a || !b || !z)
+		return;
+	CHECK_EQ((uintptr_t)p % 16, 0);
+	CHECK_EQ((uintptr_t)a % 256, 0);
+	CHECK_EQ((uintptr_t)b % 4096, 0);
+	CHECK_EQ(malloc_usable_size(p), 100);
+	CHECK_EQ(malloc_usable_size(b), 4096);
+	CHECK_EQ(malloc_usable_size(z), 0);
+	/* Not a block's start: no size, and nothing read past the area. */
+	CHECK_EQ(malloc_usable_size(p + 8), 0);
+	fill(p, 100, 3);
+	q = realloc(p, hide_size(300));
+	CHECK(q != NULL && q != p);
+	CHECK_EQ(check_fill(q, 100, 3), 100);
+	CHECK(ksize(q) >= 300);		/* a kmalloc object now */
+	free(q);
+	/* Shrinking keeps the block where it is, contents and all. */
+	fill(b, 4096, 4);
+	CHECK(realloc(b, hide_size(3000)) == b);
+	CHECK_EQ(check_fill(b, 3000, 4), 3000);
+	free(a);	/* boot blocks are never freed: no report, no effect */
+	free(b);
+	free(z);
+	CHECK_EQ((uintptr_t)a % 256, 0);
+}
+
+int main(void)
+{
+	test_cpus_init();
+	migrate_to(0);
+	TEST(test_boot_blocks);
+	TEST(test_random_traffic);
+	return test_done();
+}
