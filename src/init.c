@@ -28,6 +28,7 @@ static int init_error;
 void malloc_fork_prepare(void) __attribute__((weak));
 void malloc_fork_parent(void) __attribute__((weak));
 void malloc_fork_child(void) __attribute__((weak));
+void malloc_sysfs_init(void) __attribute__((weak));
 
 static struct slub_lock slab_init_lock = SLUB_LOCK_INIT;
 
@@ -180,6 +181,8 @@ int slub_init_slow(void)
 	page_alloc_sysfs_init();
 	slab_sysfs_init();
 	process_sysfs_init();
+	if (malloc_sysfs_init)
+		malloc_sysfs_init();
 	fail_object_notify = sheaf_fast_update;
 	fail_init();
 	validate_sysfs_init();

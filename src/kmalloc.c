@@ -168,7 +168,9 @@ static struct page *large_page(const void *p)
 	    off & (PAGE_SIZE - 1))
 		return NULL;
 	page = virt_to_page(p);
-	return PAGE_STATE_TYPE(page_state(page)) == PGTY_ALLOC ? page : NULL;
+	/* Not a chunk of the drop-in's runs: its first run starts there too. */
+	return PAGE_STATE_TYPE(page_state(page)) == PGTY_ALLOC &&
+	       !(READ_ONCE(page->flags) & PG_runs) ? page : NULL;
 }
 
 static __noinline void kfree_bad(const void *p, const void *caller)

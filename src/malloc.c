@@ -7,6 +7,9 @@
  *   size <= 8192      kmalloc-16 ... kmalloc-8k (at least 16 bytes, so
  *                     every object is 16-byte aligned: every cache size
  *                     from 16 up is a multiple of 16)
+ *   size <= 64 KiB    the medium kmalloc classes (fine classes)
+ *   size <= 1 MiB     a run of whole pages cut from a 4 MiB chunk
+ *                     (malloc_runs.c)
  *   size <= 4 MiB     a block of 2^order pages from the page allocator
  *                     (a mapping of its own once the arena is full)
  *   larger            mmap, given back with munmap on free (malloc_huge.c)
@@ -177,6 +180,11 @@ __noinline void *slub_malloc_slow(size_t size, gfp_t gfp, unsigned long caller)
 				    (unsigned int)size, caller);
 		return p ? p : page_block_fallback(size, 0);
 	}
+	/* Runs of whole pages (malloc_runs.c). */
+	if (size <= RUNS_MAX_SIZE && READ_ONCE(malloc_runs_on)) {
+		p = runs_alloc(size, gfp & __GFP_ZERO);
+		return p ? p : page_block_fallback(size, 0);
+	}
 	if (size <= MAX_PAGES_SIZE) {
 		p = arena_low() ? NULL : kmalloc(size, gfp | __GFP_NOWARN);
 		return p ? p : page_block_fallback(size, 0);
@@ -231,6 +239,15 @@ static void free_slow(void *p, const void *caller)
 			slab_free(slab->slab_cache, slab, p, (unsigned long)caller);
 			return;
 		}
+		switch (runs_free(p)) {
+		case RUNS_FREED:
+			return;
+		case RUNS_BAD:
+			bad_free(p, "free", caller);
+			return;
+		case RUNS_NOT_MINE:
+			break;
+		}
 		if (!kfree_large(p))	/* a block of pages, or nothing of ours */
 			bad_free(p, "free", caller);
 		return;
@@ -267,8 +284,10 @@ static size_t usable_size(const void *p)
 
 	if (!p)
 		return 0;
-	if (in_arena(p))
-		return ksize(p);
+	if (in_arena(p)) {
+		size = runs_size(p);
+		return size ? size : ksize(p);
+	}
 	if (is_boot(p))
 		return boot_size(p);
 	size = vfork_heap_size(p);
@@ -338,7 +357,7 @@ MALLOC_API int malloc_trim(size_t pad)
 	/* Not a vfork child's: its flushes would run per-CPU code (malloc_vfork.c). */
 	if (in_vfork_child())
 		return 0;
-	return (slub_trim() | huge_trim()) ? 1 : 0;
+	return (slub_trim() | huge_trim() | runs_trim()) ? 1 : 0;
 }
 
 static void *slub_realloc(void *p, size_t size, const void *caller)
@@ -351,6 +370,17 @@ static void *slub_realloc(void *p, size_t size, const void *caller)
 	if (!size) {
 		slub_free(p, caller);
 		return NULL;
+	}
+	/*
+	 * A run that stays a run grows or shrinks in place where it can
+	 * (malloc_runs.c): a growing buffer takes the free pages after it.
+	 */
+	if (in_arena(p) && (old = runs_size(p))) {
+		/* Not a vfork child's: the parent's runs are not its to change. */
+		if (size > kmalloc_cache_max && size <= RUNS_MAX_SIZE &&
+		    !in_vfork_child() && runs_resize(p, size))
+			return p;
+		goto move;
 	}
 	/* Not ksize(): that would give a debug cache's kmalloc red zone up. */
 	old = in_arena(p) ? __ksize(p) : usable_size(p);
@@ -376,6 +406,7 @@ static void *slub_realloc(void *p, size_t size, const void *caller)
 			kmalloc_resize(p, size, GFP_KERNEL);
 		return p;
 	}
+move:
 	n = slub_malloc(size, GFP_KERNEL, (unsigned long)caller);
 	if (!n)
 		return NULL;
@@ -450,6 +481,11 @@ void *slub_aligned(size_t align, size_t size, unsigned long caller)
 	order = get_order(want);
 	if (slab_ready())
 		return huge_alloc(size, align);	/* no arena, as in slub_malloc_slow() */
+	/* Runs start on pages: valloc(), pvalloc() and page alignment take them. */
+	if (align <= PAGE_SIZE && want <= RUNS_MAX_SIZE && READ_ONCE(malloc_runs_on)) {
+		p = runs_alloc(want, false);
+		return p ? p : page_block_fallback(size, align);
+	}
 	p = arena_low() ? NULL : __get_free_pages(GFP_KERNEL | __GFP_NOWARN, order);
 	return p ? p : page_block_fallback(size, align);
 }

@@ -280,6 +280,7 @@ void malloc_purge_tick(unsigned long now)
 	struct huge_kept gone[HUGE_KEEP_NR + 1];
 	unsigned int n;
 
+	runs_purge_tick(now);
 	if (now < __atomic_load_n(&huge_kept_due, __ATOMIC_RELAXED) ||
 	    !slub_trylock(&huge_lock))
 		return;
@@ -567,16 +568,19 @@ void malloc_fork_prepare(void)
 {
 	vfork_heap_fork_prepare();	/* its lock is taken before huge_lock */
 	slub_lock(&huge_lock);
+	runs_fork_prepare();		/* before zone.lock, as runs_alloc() takes them */
 }
 
 void malloc_fork_parent(void)
 {
+	runs_fork_parent();
 	slub_unlock(&huge_lock);
 	vfork_heap_fork_parent();
 }
 
 void malloc_fork_child(void)
 {
+	runs_fork_child();
 	slub_lock_init(&huge_lock);
 	vfork_heap_fork_child();
 	malloc_vfork_fork_child();

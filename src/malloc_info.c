@@ -12,8 +12,8 @@
  *   ordblks   free blocks in the buddy allocator (not counting the
  *             address space it has never used)
  *   hblks     blocks mmap'ed on their own (more than 4 MiB), hblkhd their bytes
- *   uordblks  bytes in use: objects in use (their slot size) and blocks of
- *             pages in use
+ *   uordblks  bytes in use: objects in use (their slot size), blocks of
+ *             pages in use and runs in use (not the free runs of a chunk)
  *   fordblks  arena - uordblks: free objects in slabs and sheaves, free
  *             pages, kept huge blocks
  *   keepcost  0: there is no heap top to trim
@@ -36,9 +36,11 @@ MALLOC_API struct mallinfo2 mallinfo2(void)
 {
 	struct mallinfo2 mi = { 0 };
 	struct malloc_huge_usage huge;
+	struct malloc_runs_usage runs;
 	struct zone_snapshot snap;
 	struct slab_usage slabs;
 	unsigned long block_pages;
+	size_t block_bytes, released;
 
 	malloc_huge_usage(&huge);
 	mi.hblks = huge.nr;
@@ -50,9 +52,19 @@ MALLOC_API struct mallinfo2 mallinfo2(void)
 	for (unsigned int o = 0; o <= MAX_PAGE_ORDER; o++)
 		mi.ordblks += snap.nr_free[o];
 	mi.ordblks -= snap.untouched;	/* address space never used */
+	malloc_runs_usage(&runs);
 	mi.arena = (snap.total - snap.released) << PAGE_SHIFT;
 	block_pages = snap.used > slabs.slab_pages ? snap.used - slabs.slab_pages : 0;
-	mi.uordblks = slabs.inuse_bytes + (block_pages << PAGE_SHIFT);
+	block_bytes = block_pages << PAGE_SHIFT;
+	/*
+	 * A chunk of runs is one block in use to the zone: its free runs are
+	 * not in use, and its released ones not backed (two snapshots, so
+	 * clamped).
+	 */
+	block_bytes -= block_bytes > runs.free_bytes ? runs.free_bytes : block_bytes;
+	released = runs.free_bytes - runs.backed_free_bytes;
+	mi.arena -= mi.arena > released ? released : mi.arena;
+	mi.uordblks = slabs.inuse_bytes + block_bytes;
 	if (mi.uordblks > mi.arena)
 		mi.uordblks = mi.arena;
 	mi.arena += huge.kept_bytes;

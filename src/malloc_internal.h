@@ -143,6 +143,37 @@ static __always_inline bool aligned_fast(size_t align, size_t size, void **p)
 	return false;
 }
 
+/*
+ * malloc_runs.c: blocks past the medium classes, up to RUNS_MAX_SIZE, as
+ * runs of whole pages cut from max-order chunks.
+ */
+#define RUNS_MAX_SIZE	(1UL << 20)
+/* malloc/runs: 0 sends them to blocks of 2^order pages, as before runs. */
+extern int malloc_runs_on;
+
+struct malloc_runs_usage {
+	size_t chunks, chunk_bytes;	/* chunks held */
+	size_t nr, bytes;		/* runs in use, their pages' bytes */
+	size_t free_bytes;		/* free runs, */
+	size_t backed_free_bytes;	/* of which not released yet */
+	size_t released_pages;		/* released by purges and trims, ever */
+};
+
+enum runs_free_result { RUNS_NOT_MINE, RUNS_FREED, RUNS_BAD };
+
+void *runs_alloc(size_t size, bool zero);
+enum runs_free_result runs_free(void *p);
+size_t runs_size(const void *p);
+bool runs_resize(void *p, size_t size);
+void runs_purge_tick(unsigned long now);
+bool runs_trim(void);
+void malloc_runs_usage(struct malloc_runs_usage *u);
+/* The drop-in's tests: every chunk's runs against the lists and counts. */
+unsigned long runs_check(void);
+void runs_fork_prepare(void);
+void runs_fork_parent(void);
+void runs_fork_child(void);
+
 /* Blocks of more than the page allocator's largest, each its own mmap. */
 struct malloc_huge_usage {
 	size_t nr, bytes;		/* mapped now */

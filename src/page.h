@@ -62,6 +62,8 @@ enum page_type {
 
 /* page->flags, changed only by the block's owner or under zone->lock. */
 #define PG_released	0x1u	/* not backed by memory: reads as zeroes */
+/* An allocated max-order block the drop-in cuts into runs (malloc_runs.c). */
+#define PG_runs		0x2u
 
 struct page {
 	uint32_t state;			/* PAGE_STATE(type, order), atomic */

@@ -274,10 +274,17 @@ static void test_realloc_zero(void)
 	CHECK_REUSED(p, old);
 	free(p);
 
-	/* A page block: no longer a live block afterwards. */
+	/* A run of pages: no longer a live block afterwards. */
 	p = malloc(hide_size(100 * KiB));
 	old = (uintptr_t)p;
-	CHECK(ksize(p) >= 100 * KiB);
+	CHECK(malloc_usable_size(p) >= 100 * KiB);
+	CHECK(realloc(p, hide_size(0)) == NULL);
+	CHECK_EQ(malloc_usable_size((void *)old), 0);
+
+	/* A block of pages (past the runs): the same. */
+	p = malloc(hide_size(2 * MiB));
+	old = (uintptr_t)p;
+	CHECK_EQ(ksize(p), 2 * MiB);
 	CHECK(realloc(p, hide_size(0)) == NULL);
 	CHECK_EQ(ksize((void *)old), 0);
 
@@ -594,9 +601,12 @@ static void test_aligned_class(void)
 	static const struct { size_t align, size, fine, kernel; } cases[] = {
 		{ 64, 129, 192, 192 }, { 64, 520, 640, 1024 }, { 32, 100, 128, 128 },
 		{ 512, 3000, 3072, 4096 }, { 256, 5000, 5120, 8192 },
-		/* The medium classes; with the kernel's, blocks of pages. */
-		{ 2048, 9000, 10240, 16384 }, { 4096, 20000, 20480, 32768 },
-		{ 16384, 20000, 32768, 32768 }, { 64, 50000, 57344, 65536 },
+		/*
+		 * The medium classes; with the kernel's, runs of pages up to a
+		 * page's alignment, blocks of pages past it.
+		 */
+		{ 2048, 9000, 10240, 12288 }, { 4096, 20000, 20480, 20480 },
+		{ 16384, 20000, 32768, 32768 }, { 64, 50000, 57344, 53248 },
 	};
 	void *probe = malloc(hide_size(1100));
 	bool fine = malloc_usable_size(probe) == 1280;	/* else 2048 */
@@ -787,8 +797,9 @@ static void test_usable_size(void)
  * power of two, as slab objects: each size to the smallest class that
  * holds it, a freed object straight back to the next malloc of its class
  * (the CPU sheaf), power-of-two classes aligned to their size, slabs that
- * waste at most an eighth, and a block of pages past the last class. With
- * the kernel's classes everything past kmalloc-8k is a block of pages.
+ * waste at most an eighth, and a run of whole pages past the last class
+ * (malloc_runs.c). With the kernel's classes everything past kmalloc-8k
+ * is a run.
  */
 static void test_medium_classes(void)
 {
@@ -811,9 +822,8 @@ static void test_medium_classes(void)
 		for (size_t c = 0; fine && c < ARRAY_SIZE(classes) && !want; c++)
 			if (classes[c] >= n)
 				want = classes[c];
-		if (!want)		/* a block of 2^order pages */
-			for (want = 8192; want < n; want <<= 1)
-				;
+		if (!want)		/* a run of whole pages */
+			want = (n + PAGE - 1) & ~(size_t)(PAGE - 1);
 		CHECK(p != NULL);
 		if (!p)
 			continue;
@@ -1171,11 +1181,17 @@ static void bad_frees(void)
 	CHECK(malloc_usable_size(huge) >= hn);
 	CHECK(mapped(huge, hn));
 
-	/* Inside a page block of the arena (past kmalloc-64k). */
+	/* Inside a run of pages (past kmalloc-64k). */
 	block = malloc(hide_size(256 * KiB));
-	check_bad_free("block + 4 KiB", block, 256 * KiB, block + PAGE);
-	check_bad_free("block + 32", block, 256 * KiB, block + 32);
-	CHECK_EQ(ksize(block), 256 * KiB);
+	check_bad_free("run + 4 KiB", block, 256 * KiB, block + PAGE);
+	check_bad_free("run + 32", block, 256 * KiB, block + 32);
+	CHECK_EQ(malloc_usable_size(block), 256 * KiB);
+
+	/* Inside a page block of the arena (past the runs). */
+	block = malloc(hide_size(2 * MiB));
+	check_bad_free("block + 4 KiB", block, 2 * MiB, block + PAGE);
+	check_bad_free("block + 32", block, 2 * MiB, block + 32);
+	CHECK_EQ(ksize(block), 2 * MiB);
 
 	/* Inside a slab object: reported, not freed, never handed out. */
 	{

@@ -191,6 +191,8 @@ static void test_kept_blocks(void)
 	long before, kept, purged;
 
 	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "1000"), 0);
+	/* Blocks of 2^order pages, not runs: the page allocator's own policy. */
+	CHECK_EQ(slub_sysfs_write("malloc/runs", "0"), 0);
 	malloc_trim(0);
 	before = rss_kib();
 	CHECK_EQ(slub_sysfs_write(max, "0"), 0);
@@ -222,6 +224,7 @@ static void test_kept_blocks(void)
 	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "1000"), 0);
 	malloc_trim(0);
 	CHECK_EQ(sysfs_num("page_alloc/keep_blocks"), 0);
+	CHECK_EQ(slub_sysfs_write("malloc/runs", "1"), 0);
 }
 
 /* ---- The background thread ------------------------------------------------------ */

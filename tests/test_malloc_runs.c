@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The drop-in's runs (src/malloc_runs.c): blocks past the medium classes
+ * and up to 1 MiB as runs of whole pages cut from 4 MiB chunks. Linked
+ * statically as test_malloc_api is. The first tests need the process's
+ * first chunk fresh, so main() runs them first: they check where runs
+ * are cut, not only that they work.
+ */
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+#include "malloc_helpers.h"
+#include "malloc_internal.h"
+#include "page_alloc.h"
+#include "test.h"
+
+#define RUN(n)		(((n) + PAGE - 1) & ~(size_t)(PAGE - 1))
+
+static long long runs_num(const char *file)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "malloc/%s", file);
+	return sysfs_num(path);
+}
+
+/* Pages of [p, p + len) resident, by mincore(). */
+static size_t resident_pages(const void *p, size_t len)
+{
+	unsigned char vec[256];
+	size_t n = len / PAGE, count = 0;
+
+	if (n > sizeof(vec) || mincore((void *)p, len, vec))
+		return SIZE_MAX;
+	for (size_t i = 0; i < n; i++)
+		count += vec[i] & 1;
+	return count;
+}
+
+/*
+ * Best fit, and a freed run merges with the free runs on both sides: in
+ * the first chunk, three runs are cut one after the other; the first two
+ * freed make one run that a request of their joint size takes whole;
+ * once every run is free the chunk goes back to the page allocator.
+ */
+static void test_cut_and_merge(void)
+{
+	size_t n = 100 * KiB;
+	unsigned char *a, *b, *c, *e;
+
+	CHECK_EQ(runs_num("runs_chunks"), 0);
+	a = malloc(hide_size(n));
+	b = malloc(hide_size(n));
+	c = malloc(hide_size(n));
+	CHECK(a && b && c);
+	if (!a || !b || !c)
+		return;
+	CHECK_EQ(runs_num("runs_chunks"), 1);
+	CHECK_EQ((uintptr_t)a % (PAGE << MAX_PAGE_ORDER), 0);	/* the chunk's start */
+	CHECK(b == a + RUN(n));
+	CHECK(c == b + RUN(n));
+	CHECK_EQ(malloc_usable_size(a), RUN(n));
+	CHECK_EQ(runs_num("runs_in_use"), 3);
+	CHECK_EQ(runs_num("runs_bytes"), (long long)(3 * RUN(n)));
+	fill(c, n, 3);
+
+	free(a);
+	free(b);		/* merges with a, the run before it */
+	CHECK_EQ(runs_num("runs_check"), 0);
+	e = malloc(hide_size(2 * RUN(n)));
+	CHECK(e == a);		/* the merged run, the shortest that fits */
+	free(c);		/* merges with the rest of the chunk after it */
+	CHECK_EQ(runs_num("runs_check"), 0);
+	CHECK_EQ(runs_num("runs_free_bytes"),
+		 (long long)((PAGE << MAX_PAGE_ORDER) - 2 * RUN(n)));
+	c = malloc(hide_size(3 * RUN(n)));
+	CHECK(c == e + 2 * RUN(n));	/* one run: c's and the rest */
+	free(c);
+	free(e);		/* every run free: the chunk goes back */
+	CHECK_EQ(runs_num("runs_chunks"), 0);
+	CHECK_EQ(runs_num("runs_free_bytes"), 0);
+	CHECK_EQ(runs_num("runs_check"), 0);
+}
+
+/*
+ * realloc() of a run grows into the free run after it and shrinks by
+ * giving its last pages back, without moving; where the next run is in
+ * use, or the size leaves the runs' range, it moves, contents and all.
+ */
+static void test_realloc_in_place(void)
+{
+	unsigned char *p, *q, *r, *s;
+
+	p = malloc(hide_size(100 * KiB));
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	fill(p, 100 * KiB, 1);
+	q = realloc(p, hide_size(300 * KiB));
+	CHECK(q == p);
+	CHECK_EQ(check_fill(p, 100 * KiB, 1), 100 * KiB);
+	CHECK_EQ(malloc_usable_size(p), 300 * KiB);
+	q = realloc(p, hide_size(120 * KiB));
+	CHECK(q == p);
+	CHECK_EQ(malloc_usable_size(p), 120 * KiB);
+	CHECK_EQ(check_fill(p, 100 * KiB, 1), 100 * KiB);
+	r = malloc(hide_size(150 * KiB));	/* the pages given back */
+	CHECK(r == p + 120 * KiB);
+	CHECK_EQ(runs_num("runs_check"), 0);
+
+	/* The next run is r's: growing moves. */
+	q = realloc(p, hide_size(200 * KiB));
+	CHECK(q != NULL && q != p);
+	if (!q)
+		return;
+	CHECK_EQ(check_fill(q, 100 * KiB, 1), 100 * KiB);
+	/* Past the runs: a block of 2^order pages. */
+	s = realloc(q, hide_size(2 * MiB));
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	CHECK_EQ(check_fill(s, 100 * KiB, 1), 100 * KiB);
+	CHECK_EQ(ksize(s), 2 * MiB);
+	/* Down into a slab class (with either set of classes). */
+	q = realloc(r, hide_size(5000));
+	CHECK(q != NULL && ksize(q) >= 5000);
+	free(q);
+	free(s);
+	CHECK_EQ(runs_num("runs_in_use"), 0);
+	CHECK_EQ(runs_num("runs_chunks"), 0);
+	CHECK_EQ(runs_num("runs_check"), 0);
+}
+
+/* Sizes in the runs' range: each a run of its own size rounded to pages. */
+static void test_sizes(void)
+{
+	void *t = malloc(hide_size(9000));
+	/* kmalloc-10240 with the fine classes; a run of 12 KiB with the kernel's. */
+	size_t first = malloc_usable_size(t) == 10240 ? 64 * KiB + 1 : 8 * KiB + 1;
+	const size_t sizes[] = { first, first + 5000, 100000, 777777, MiB - 1, MiB };
+
+	free(t);
+
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		unsigned char *p = malloc(hide_size(sizes[i]));
+
+		CHECK(p != NULL && aligned(p, PAGE));
+		if (!p)
+			continue;
+		CHECK_EQ(malloc_usable_size(p), RUN(sizes[i]));
+		CHECK_EQ(ksize(p), 0);		/* no kmalloc block */
+		fill(p, sizes[i], 9);
+		CHECK_EQ(check_fill(p, sizes[i], 9), sizes[i]);
+		free(p);
+	}
+	/* One byte more: a block of 2^order pages. */
+	{
+		void *p = malloc(hide_size(MiB + 1));
+
+		CHECK(p != NULL && ksize(p) == 2 * MiB);
+		CHECK_EQ(malloc_usable_size(p), 2 * MiB);
+		free(p);
+	}
+	/* Page-aligned requests take runs too; larger alignments blocks. */
+	{
+		void *v = valloc(hide_size(200 * KiB)), *a = NULL;
+
+		CHECK(v != NULL && malloc_usable_size(v) == 200 * KiB);
+		CHECK_EQ(posix_memalign(&a, 64 * KiB, hide_size(200 * KiB)), 0);
+		CHECK(a != NULL && aligned(a, 64 * KiB) && ksize(a) == 256 * KiB);
+		free(v);
+		free(a);
+	}
+	/* Switched off: blocks of 2^order pages, as before runs. */
+	CHECK_EQ(slub_sysfs_write("malloc/runs", "0"), 0);
+	{
+		void *p = malloc(hide_size(100 * KiB));
+
+		CHECK(p != NULL && ksize(p) == 128 * KiB);
+		free(p);
+	}
+	CHECK_EQ(slub_sysfs_write("malloc/runs", "1"), 0);
+	CHECK_EQ(runs_num("runs_check"), 0);
+}
+
+/*
+ * calloc() of a reused run zeroes it; of a released one it need not, and
+ * it reads zero all the same.
+ */
+static void test_calloc(void)
+{
+	size_t n = 200 * KiB;
+	unsigned char *pin = malloc(hide_size(100 * KiB)), *p, *q;
+
+	p = malloc(hide_size(n));
+	CHECK(pin && p);
+	if (!pin || !p)
+		return;
+	memset(p, 0xff, n);
+	free(p);
+	q = calloc(1, hide_size(n));
+	CHECK(q == p);			/* the most recent free run of its length */
+	CHECK(all_bytes(q, n, 0));
+	memset(q, 0xee, n);
+	free(q);
+	CHECK_EQ(malloc_trim(0), 1);
+	CHECK_EQ(resident_pages(p, n), 0);
+	q = calloc(1, hide_size(n));
+	CHECK(q == p);
+	CHECK_EQ(resident_pages(q, n), 0);	/* not zeroed again: never written */
+	CHECK(all_bytes(q, n, 0));
+	free(q);
+	free(pin);
+	CHECK_EQ(runs_num("runs_check"), 0);
+}
+
+/*
+ * Free runs go back to the system after the purge delay, or at once by
+ * malloc_trim(); a run freed but not yet due stays resident.
+ */
+static void test_purge(void)
+{
+	enum { NR = 16 };
+	size_t n = 256 * KiB;
+	unsigned char *pin = malloc(hide_size(100 * KiB)), *p[NR], *t;
+	long long released = runs_num("runs_released_pages");
+
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "-1"), 0);
+	for (int i = 0; i < NR; i++) {
+		p[i] = malloc(hide_size(n));
+		CHECK(p[i] != NULL);
+		if (p[i])
+			memset(p[i], i, n);
+	}
+	for (int i = 0; i < NR; i++)
+		free(p[i]);
+	CHECK_EQ(resident_pages(p[0], n), n / PAGE);
+	/* The first chunk's; the last run went to a second, given back whole. */
+	CHECK(runs_num("runs_backed_free_bytes") >= (long long)((NR - 1) * n));
+	sleep_ms(100);
+	/* A run's malloc runs the purge tick before it cuts: nothing is ever due. */
+	t = malloc(hide_size(n));
+	CHECK_EQ(resident_pages(p[NR - 2], n), n / PAGE);
+	free(t);
+
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "50"), 0);
+	sleep_ms(100);
+	t = malloc(hide_size(n));	/* everything is due, t's pages too */
+	CHECK_EQ(resident_pages(p[NR - 2], n), 0);
+	CHECK_EQ(resident_pages(t, n), 0);
+	CHECK_EQ(runs_num("runs_backed_free_bytes"), 0);	/* the rest stays released */
+	CHECK(runs_num("runs_released_pages") - released >= (long long)((NR - 1) * n / PAGE));
+	free(t);
+	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "1000"), 0);
+	free(pin);
+	CHECK_EQ(runs_num("runs_check"), 0);
+}
+
+/* mallinfo2(): a run counts its pages in use, not its chunk's 4 MiB. */
+static void test_mallinfo(void)
+{
+	struct mallinfo2 before = mallinfo2(), after;
+	void *p = malloc(hide_size(100 * KiB));
+
+	after = mallinfo2();
+	CHECK(after.uordblks >= before.uordblks + RUN(100 * KiB));
+	CHECK(after.uordblks < before.uordblks + RUN(100 * KiB) + 64 * KiB);
+	free(p);
+	after = mallinfo2();
+	CHECK(after.uordblks < before.uordblks + 64 * KiB);
+}
+
+/* ---- Bad frees ------------------------------------------------------------------- */
+
+static void do_free(void *p)
+{
+	free(p);
+}
+
+static void check_reported(const char *what, void *p)
+{
+	char out[2048];
+
+	capture_stderr(do_free, p, out, sizeof(out));
+	if (!strstr(out, "BUG: free(): invalid pointer")) {
+		fprintf(stderr, "free(%s): report was '%s'\n", what, out);
+		CHECK(0);
+	}
+}
+
+/*
+ * A pointer into a run, or a run freed twice, is reported and changes
+ * nothing: the neighbours keep their contents and the runs their shape.
+ */
+static void test_bad_frees(void)
+{
+	unsigned char *a = malloc(hide_size(80 * KiB)), *b = malloc(hide_size(80 * KiB));
+	long long in_use = runs_num("runs_in_use");
+
+	CHECK(a && b);
+	if (!a || !b)
+		return;
+	fill(a, 80 * KiB, 5);
+	fill(b, 80 * KiB, 6);
+	check_reported("a + 4 KiB", a + PAGE);
+	check_reported("a + 16", a + 16);
+	check_reported("a + 80 KiB - 4 KiB", a + 76 * KiB);
+	CHECK_EQ(runs_num("runs_in_use"), in_use);
+	CHECK_EQ(check_fill(a, 80 * KiB, 5), 80 * KiB);
+	free(a);
+	check_reported("a again", a);
+	CHECK_EQ(runs_num("runs_in_use"), in_use - 1);
+	CHECK_EQ(check_fill(b, 80 * KiB, 6), 80 * KiB);
+	CHECK_EQ(malloc_usable_size(a), 0);
+	CHECK_EQ(malloc_usable_size(b + PAGE), 0);
+	free(b);
+	CHECK_EQ(runs_num("runs_check"), 0);
+}
+
+/* ---- Threads and fork ------------------------------------------------------------ */
+
+#define THREADS		16	/* many more than the CPUs of a CI machine */
+#define SLOTS		24
+#define OPS		1500
+
+static size_t run_size(unsigned long long *rnd)
+{
+	return 64 * KiB + 1 + (size_t)(rnd_next(rnd) % (MiB - 64 * KiB));
+}
+
+/* Every block marked at its ends; malloc, realloc and free in random order. */
+static void *churn(void *arg)
+{
+	unsigned long long rnd = (uintptr_t)arg * 7919 + 1;
+	unsigned char *p[SLOTS] = { 0 };
+	size_t n[SLOTS] = { 0 };
+	long bad = 0;
+
+	for (int op = 0; op < OPS; op++) {
+		int i = (int)(rnd_next(&rnd) % SLOTS);
+
+		if (op % 500 == 0)
+			migrate_to((int)((uintptr_t)arg + (uintptr_t)op / 500));
+		if (p[i]) {
+			bad += p[i][0] != (unsigned char)i ||
+			       p[i][n[i] - 1] != (unsigned char)(i + 1);
+			if (rnd_next(&rnd) % 4 == 0) {
+				size_t m = run_size(&rnd);
+				unsigned char *q = realloc(p[i], m);
+
+				if (!q) {
+					bad++;
+					continue;
+				}
+				bad += q[0] != (unsigned char)i;
+				p[i] = q;
+				n[i] = m;
+				q[m - 1] = (unsigned char)(i + 1);
+				continue;
+			}
+			free(p[i]);
+			p[i] = NULL;
+			continue;
+		}
+		n[i] = run_size(&rnd);
+		p[i] = malloc(n[i]);
+		if (!p[i]) {
+			bad++;
+			continue;
+		}
+		p[i][0] = (unsigned char)i;
+		p[i][n[i] - 1] = (unsigned char)(i + 1);
+	}
+	for (int i = 0; i < SLOTS; i++)
+		free(p[i]);
+	return (void *)bad;
+}
+
+/* Join n threads; the sum of what they returned. */
+static long join_all(pthread_t *t, int n)
+{
+	long bad = 0;
+
+	for (int i = 0; i < n; i++) {
+		void *ret;
+
+		CHECK_EQ(pthread_join(t[i], &ret), 0);
+		bad += (long)ret;
+	}
+	unpin();
+	return bad;
+}
+
+static void test_threads(void)
+{
+	pthread_t t[THREADS];
+
+	for (long i = 0; i < THREADS; i++)
+		CHECK_EQ(pthread_create(&t[i], NULL, churn, (void *)i), 0);
+	CHECK_EQ(join_all(t, THREADS), 0);
+	CHECK_EQ(runs_num("runs_check"), 0);
+	CHECK_EQ(runs_num("runs_in_use"), 0);
+	CHECK_EQ(runs_num("runs_chunks"), 0);	/* every chunk back */
+}
+
+static volatile int forking;
+
+static void *churn_while_forking(void *arg)
+{
+	long bad = 0;
+
+	while (__atomic_load_n(&forking, __ATOMIC_RELAXED))
+		bad += (long)churn(arg);
+	return (void *)bad;
+}
+
+/* Threads cut and merge runs while another forks; each child does too. */
+static void test_fork(void)
+{
+	pthread_t t[4];
+
+	forking = 1;
+	for (long i = 0; i < 4; i++)
+		CHECK_EQ(pthread_create(&t[i], NULL, churn_while_forking, (void *)i), 0);
+	for (int k = 0; k < 10; k++) {
+		pid_t pid = fork();
+		int status;
+
+		if (!pid)
+			_exit(churn((void *)100) || runs_check() ? 1 : 0);
+		CHECK(pid > 0);
+		CHECK_EQ(waitpid(pid, &status, 0), pid);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	forking = 0;
+	CHECK_EQ(join_all(t, 4), 0);
+	CHECK_EQ(runs_num("runs_check"), 0);
+}
+
+int main(void)
+{
+	test_cpus_init();
+	migrate_to(0);
+	TEST(test_cut_and_merge);	/* first: the process's first chunk */
+	TEST(test_realloc_in_place);
+	TEST(test_sizes);
+	TEST(test_calloc);
+	TEST(test_purge);
+	TEST(test_mallinfo);
+	TEST(test_bad_frees);
+	TEST(test_threads);
+	TEST(test_fork);
+	CHECK_EQ(page_alloc_check(), 0);
+	return test_done();
+}
