@@ -8,10 +8,11 @@
  *                     every object is 16-byte aligned: every cache size
  *                     from 16 up is a multiple of 16)
  *   size <= 64 KiB    the medium kmalloc classes (fine classes)
- *   size <= 1 MiB     a run of whole pages cut from a 4 MiB chunk
- *                     (malloc_runs.c)
- *   size <= 4 MiB     a block of 2^order pages from the page allocator
- *                     (a mapping of its own once the arena is full)
+ *   size <= 4 MiB     a run of whole pages cut from a 4 MiB chunk
+ *                     (malloc_runs.c; up to malloc/runs_max_bytes, past
+ *                     it a block of 2^order pages from the page
+ *                     allocator; a mapping of its own once the arena is
+ *                     full)
  *   larger            mmap, given back with munmap on free (malloc_huge.c)
  *
  * glibc's semantics: malloc(0) returns a unique pointer, realloc(p, 0)
@@ -181,7 +182,7 @@ __noinline void *slub_malloc_slow(size_t size, gfp_t gfp, unsigned long caller)
 		return p ? p : page_block_fallback(size, 0);
 	}
 	/* Runs of whole pages (malloc_runs.c). */
-	if (size <= RUNS_MAX_SIZE && READ_ONCE(malloc_runs_on)) {
+	if (size <= READ_ONCE(malloc_runs_limit)) {
 		p = runs_alloc(size, gfp & __GFP_ZERO);
 		return p ? p : page_block_fallback(size, 0);
 	}
@@ -377,7 +378,7 @@ static void *slub_realloc(void *p, size_t size, const void *caller)
 	 */
 	if (in_arena(p) && (old = runs_size(p))) {
 		/* Not a vfork child's: the parent's runs are not its to change. */
-		if (size > kmalloc_cache_max && size <= RUNS_MAX_SIZE &&
+		if (size > kmalloc_cache_max && size <= READ_ONCE(malloc_runs_limit) &&
 		    !in_vfork_child() && runs_resize(p, size))
 			return p;
 		goto move;
@@ -482,7 +483,7 @@ void *slub_aligned(size_t align, size_t size, unsigned long caller)
 	if (slab_ready())
 		return huge_alloc(size, align);	/* no arena, as in slub_malloc_slow() */
 	/* Runs start on pages: valloc(), pvalloc() and page alignment take them. */
-	if (align <= PAGE_SIZE && want <= RUNS_MAX_SIZE && READ_ONCE(malloc_runs_on)) {
+	if (align <= PAGE_SIZE && want <= READ_ONCE(malloc_runs_limit)) {
 		p = runs_alloc(want, false);
 		return p ? p : page_block_fallback(size, align);
 	}

@@ -144,12 +144,15 @@ static __always_inline bool aligned_fast(size_t align, size_t size, void **p)
 }
 
 /*
- * malloc_runs.c: blocks past the medium classes, up to RUNS_MAX_SIZE, as
+ * malloc_runs.c: blocks past the medium classes, up to malloc_runs_limit, as
  * runs of whole pages cut from max-order chunks.
  */
-#define RUNS_MAX_SIZE	(1UL << 20)
-/* malloc/runs: 0 sends them to blocks of 2^order pages, as before runs. */
-extern int malloc_runs_on;
+#define RUNS_MAX_DEFAULT	(4UL << 20)	/* a whole chunk: every block of pages */
+/*
+ * The largest request a run serves: malloc/runs_max_bytes while
+ * malloc/runs is 1, else 0 (blocks of 2^order pages, as before runs).
+ */
+extern size_t malloc_runs_limit;
 
 struct malloc_runs_usage {
 	size_t chunks, chunk_bytes;	/* chunks held */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The drop-in's runs: blocks past the medium classes and up to
- * RUNS_MAX_SIZE (1 MiB) as runs of whole pages, cut from chunks of
+ * malloc/runs_max_bytes (4 MiB) as runs of whole pages, cut from chunks of
  * 2^MAX_PAGE_ORDER pages (4 MiB) that the page allocator hands out as one
  * block. tcmalloc's page heap does the same; the kernel has no such
  * thing, as it has no malloc of 100 KiB: its kmalloc_large() takes a block
@@ -266,7 +266,7 @@ static bool runs_grow(bool zero)
 
 /*
  * malloc()'s block of size bytes (past the medium classes, at most
- * RUNS_MAX_SIZE): a run of whole pages, zeroed if zero. NULL with errno
+ * malloc_runs_limit): a run of whole pages, zeroed if zero. NULL with errno
  * ENOMEM if there is none (the arena's last eighth is the slabs', as for
  * blocks of pages).
  */
@@ -638,8 +638,15 @@ unsigned long runs_check(void)
 
 /* ---- malloc/ in the sysfs-style namespace ------------------------------------------ */
 
-/* malloc/runs: 1 (the default) cuts blocks into runs; 0 takes blocks of 2^order pages. */
-int malloc_runs_on = 1;
+/*
+ * malloc/runs: 1 (the default) cuts blocks into runs; 0 takes blocks of
+ * 2^order pages. malloc/runs_max_bytes: the largest request a run serves,
+ * a multiple of the page size up to a chunk's 4 MiB. malloc_runs_limit is
+ * what malloc() reads: the second while the first is 1, else 0.
+ */
+static int runs_on = 1;
+static size_t runs_max = RUNS_MAX_DEFAULT;
+size_t malloc_runs_limit = RUNS_MAX_DEFAULT;
 
 static void runs_show(struct seq_buf *sb, void *obj, long arg)
 {
@@ -647,7 +654,11 @@ static void runs_show(struct seq_buf *sb, void *obj, long arg)
 
 	(void)obj;
 	if (!arg) {
-		seq_printf(sb, "%d\n", READ_ONCE(malloc_runs_on));
+		seq_printf(sb, "%d\n", READ_ONCE(runs_on));
+		return;
+	}
+	if (arg == 8) {
+		seq_printf(sb, "%zu\n", READ_ONCE(runs_max));
 		return;
 	}
 	if (arg == 7) {		/* the errors runs_check() found, reported */
@@ -681,11 +692,19 @@ static int runs_store(void *obj, long arg, const char *val)
 {
 	unsigned long v;
 
-	(void)obj, (void)arg;
-	if (sysfs_parse_ulong(val, &v) || v > 1)
+	(void)obj;
+	if (sysfs_parse_ulong(val, &v))
 		return -EINVAL;
-	WRITE_ONCE(malloc_runs_on, (int)v);
-	return 0;
+	slub_lock(&runs_lock);		/* the two stores, and the limit, as one */
+	if (!arg && v <= 1)
+		runs_on = (int)v;
+	else if (arg && v >= PAGE_SIZE && v <= CHUNK_BYTES && !(v % PAGE_SIZE))
+		runs_max = v;
+	else
+		v = ULONG_MAX;
+	WRITE_ONCE(malloc_runs_limit, runs_on ? runs_max : 0);
+	slub_unlock(&runs_lock);
+	return v == ULONG_MAX ? -EINVAL : 0;
 }
 
 static const struct slub_attr malloc_attrs[] = {
@@ -697,6 +716,7 @@ static const struct slub_attr malloc_attrs[] = {
 	{ "runs_backed_free_bytes", runs_show, NULL, 5 },
 	{ "runs_released_pages", runs_show, NULL, 6 },
 	{ "runs_check", runs_show, NULL, 7 },
+	{ "runs_max_bytes", runs_show, runs_store, 8 },
 };
 
 static struct sysfs_dir malloc_dir = {

@@ -281,8 +281,8 @@ static void test_realloc_zero(void)
 	CHECK(realloc(p, hide_size(0)) == NULL);
 	CHECK_EQ(malloc_usable_size((void *)old), 0);
 
-	/* A block of pages (past the runs): the same. */
-	p = malloc(hide_size(2 * MiB));
+	/* A block of pages (aligned past a page, so not a run): the same. */
+	p = aligned_alloc(64 * KiB, hide_size(2 * MiB));
 	old = (uintptr_t)p;
 	CHECK_EQ(ksize(p), 2 * MiB);
 	CHECK(realloc(p, hide_size(0)) == NULL);
@@ -1187,8 +1187,8 @@ static void bad_frees(void)
 	check_bad_free("run + 32", block, 256 * KiB, block + 32);
 	CHECK_EQ(malloc_usable_size(block), 256 * KiB);
 
-	/* Inside a page block of the arena (past the runs). */
-	block = malloc(hide_size(2 * MiB));
+	/* Inside a page block of the arena (aligned past a page: not a run). */
+	block = aligned_alloc(64 * KiB, hide_size(2 * MiB));
 	check_bad_free("block + 4 KiB", block, 2 * MiB, block + PAGE);
 	check_bad_free("block + 32", block, 2 * MiB, block + 32);
 	CHECK_EQ(ksize(block), 2 * MiB);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The drop-in's runs (src/malloc_runs.c): blocks past the medium classes
- * and up to 1 MiB as runs of whole pages cut from 4 MiB chunks. Linked
+ * and up to 4 MiB as runs of whole pages cut from 4 MiB chunks. Linked
  * statically as test_malloc_api is. The first tests need the process's
  * first chunk fresh, so main() runs them first: they check where runs
  * are cut, not only that they work.
@@ -118,13 +118,13 @@ static void test_realloc_in_place(void)
 	if (!q)
 		return;
 	CHECK_EQ(check_fill(q, 100 * KiB, 1), 100 * KiB);
-	/* Past the runs: a block of 2^order pages. */
-	s = realloc(q, hide_size(2 * MiB));
+	/* Past the runs: a huge block, mapped on its own. */
+	s = realloc(q, hide_size(5 * MiB));
 	CHECK(s != NULL);
 	if (!s)
 		return;
 	CHECK_EQ(check_fill(s, 100 * KiB, 1), 100 * KiB);
-	CHECK_EQ(ksize(s), 2 * MiB);
+	CHECK(malloc_usable_size(s) >= 5 * MiB && !ksize(s));
 	/* Down into a slab class (with either set of classes). */
 	q = realloc(r, hide_size(5000));
 	CHECK(q != NULL && ksize(q) >= 5000);
@@ -141,7 +141,10 @@ static void test_sizes(void)
 	void *t = malloc(hide_size(9000));
 	/* kmalloc-10240 with the fine classes; a run of 12 KiB with the kernel's. */
 	size_t first = malloc_usable_size(t) == 10240 ? 64 * KiB + 1 : 8 * KiB + 1;
-	const size_t sizes[] = { first, first + 5000, 100000, 777777, MiB - 1, MiB };
+	const size_t sizes[] = {
+		first, first + 5000, 100000, 777777, MiB - 1, MiB, MiB + 1,
+		3 * MiB + 12345, 4 * MiB,
+	};
 
 	free(t);
 
@@ -157,14 +160,20 @@ static void test_sizes(void)
 		CHECK_EQ(check_fill(p, sizes[i], 9), sizes[i]);
 		free(p);
 	}
-	/* One byte more: a block of 2^order pages. */
+	/* Past malloc/runs_max_bytes: a block of 2^order pages. */
+	CHECK_EQ(slub_sysfs_write("malloc/runs_max_bytes", "1048576"), 0);
 	{
-		void *p = malloc(hide_size(MiB + 1));
+		void *p = malloc(hide_size(MiB + 1)), *q = malloc(hide_size(MiB));
 
 		CHECK(p != NULL && ksize(p) == 2 * MiB);
 		CHECK_EQ(malloc_usable_size(p), 2 * MiB);
+		CHECK(q != NULL && malloc_usable_size(q) == MiB && !ksize(q));
 		free(p);
+		free(q);
 	}
+	CHECK(slub_sysfs_write("malloc/runs_max_bytes", "1000") < 0);	/* no page multiple */
+	CHECK(slub_sysfs_write("malloc/runs_max_bytes", "8388608") < 0);	/* past a chunk */
+	CHECK_EQ(slub_sysfs_write("malloc/runs_max_bytes", "4194304"), 0);
 	/* Page-aligned requests take runs too; larger alignments blocks. */
 	{
 		void *v = valloc(hide_size(200 * KiB)), *a = NULL;
@@ -327,9 +336,12 @@ static void test_bad_frees(void)
 #define SLOTS		24
 #define OPS		1500
 
+/* 64 KiB..1 MiB, and one in eight up to a whole chunk. */
 static size_t run_size(unsigned long long *rnd)
 {
-	return 64 * KiB + 1 + (size_t)(rnd_next(rnd) % (MiB - 64 * KiB));
+	size_t top = rnd_next(rnd) % 8 ? MiB : 4 * MiB;
+
+	return 64 * KiB + 1 + (size_t)(rnd_next(rnd) % (top - 64 * KiB));
 }
 
 /* Every block marked at its ends; malloc, realloc and free in random order. */
