@@ -10,7 +10,7 @@
  *             pages in use, pages on pcp lists and free pages not yet
  *             released; and freed huge blocks kept mapped for reuse
  *   ordblks   free blocks in the buddy allocator (not counting the
- *             address space it has never used)
+ *             address space it has never used) and free runs of pages
  *   hblks     blocks mmap'ed on their own (more than 4 MiB), hblkhd their bytes
  *   uordblks  bytes in use: objects in use (their slot size), blocks of
  *             pages in use and runs in use (not the free runs of a chunk)
@@ -31,6 +31,7 @@
 #include "slub_internal.h"
 
 #define MALLOC_API	__attribute__((visibility("default")))
+#define MAX_PAGES_BYTES	(PAGE_SIZE << MAX_PAGE_ORDER)
 
 MALLOC_API struct mallinfo2 mallinfo2(void)
 {
@@ -53,6 +54,7 @@ MALLOC_API struct mallinfo2 mallinfo2(void)
 		mi.ordblks += snap.nr_free[o];
 	mi.ordblks -= snap.untouched;	/* address space never used */
 	malloc_runs_usage(&runs);
+	mi.ordblks += runs.free_nr;
 	mi.arena = (snap.total - snap.released) << PAGE_SHIFT;
 	block_pages = snap.used > slabs.slab_pages ? snap.used - slabs.slab_pages : 0;
 	block_bytes = block_pages << PAGE_SHIFT;
@@ -146,7 +148,8 @@ static void info_totals(FILE *fp, const struct mallinfo2 *m, unsigned long nr_fr
 /*
  * glibc's XML, one heap, so that what parses glibc's parses this: under
  * <sizes>, the free objects of each kmalloc class (from the size after
- * the class below it to the class's size, as glibc's bins); "rest", the
+ * the class below it to the class's size, as glibc's bins, and the free
+ * runs of pages as one bin past the last class); "rest", the
  * free objects and the free blocks of pages, in fordblks bytes; "mmap",
  * the blocks of more than 4 MiB; "current" and "max", the backed arena
  * (no peak is kept); "aspace", the part of the arena handed out so far,
@@ -156,6 +159,7 @@ MALLOC_API int malloc_info(int options, FILE *fp)
 {
 	struct mallinfo2 m;
 	struct malloc_huge_usage huge;
+	struct malloc_runs_usage runs;
 	struct zone_snapshot snap = { 0 };
 	unsigned long nr_free = 0;
 	unsigned int from = 1;
@@ -178,6 +182,10 @@ MALLOC_API int malloc_info(int options, FILE *fp)
 		nr_free += class_free(fp, s, from);
 		from = s->object_size + 1;
 	}
+	malloc_runs_usage(&runs);
+	if (runs.free_nr)	/* the chunks' free runs of pages, one bin */
+		fprintf(fp, "  <size from=\"%u\" to=\"%lu\" total=\"%zu\" count=\"%zu\"/>\n",
+			from, MAX_PAGES_BYTES, runs.free_bytes, runs.free_nr);
 	fprintf(fp, "</sizes>\n");
 	info_totals(fp, &m, nr_free + m.ordblks, touched, NULL);
 	fprintf(fp, "</heap>\n");

@@ -157,7 +157,7 @@ extern size_t malloc_runs_limit;
 struct malloc_runs_usage {
 	size_t chunks, chunk_bytes;	/* chunks held */
 	size_t nr, bytes;		/* runs in use, their pages' bytes */
-	size_t free_bytes;		/* free runs, */
+	size_t free_nr, free_bytes;	/* free runs, */
 	size_t backed_free_bytes;	/* of which not released yet */
 	size_t released_pages;		/* released by purges and trims, ever */
 };

@@ -217,6 +217,7 @@ static void add_free_run(struct page *page, unsigned long len, unsigned long fla
 		if (list_first_entry(&runs_age, struct run_page, age) == r)
 			runs_oldest_update(now);
 	}
+	runs_usage.free_nr++;
 	runs_usage.free_bytes += len << PAGE_SHIFT;
 }
 
@@ -237,6 +238,7 @@ static unsigned long del_free_run(struct page *page)
 		if (oldest)
 			runs_oldest_update(coarse_clock_ms());
 	}
+	runs_usage.free_nr--;
 	runs_usage.free_bytes -= len << PAGE_SHIFT;
 	set_run_info(page + len - 1, 0);
 	set_run_info(page, 0);
@@ -619,7 +621,8 @@ unsigned long runs_check(void)
 		     pos != &runs_free_list[len]; pos = pos->next)
 			nr_listed++;
 	}
-	if (nr_free != nr_listed || u.chunks != runs_usage.chunks ||
+	if (nr_free != nr_listed || nr_free != runs_usage.free_nr ||
+	    u.chunks != runs_usage.chunks ||
 	    u.nr != runs_usage.nr || u.bytes != runs_usage.bytes ||
 	    u.free_bytes != runs_usage.free_bytes ||
 	    u.backed_free_bytes != runs_usage.backed_free_bytes ||

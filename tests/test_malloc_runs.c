@@ -269,15 +269,26 @@ static void test_purge(void)
 	CHECK_EQ(runs_num("runs_check"), 0);
 }
 
-/* mallinfo2(): a run counts its pages in use, not its chunk's 4 MiB. */
+/* mallinfo2() and malloc_info(): a run counts its pages, not its chunk's 4 MiB. */
 static void test_mallinfo(void)
 {
 	struct mallinfo2 before = mallinfo2(), after;
 	void *p = malloc(hide_size(100 * KiB));
 
+	static char xml[16384];
+	FILE *fp;
+
 	after = mallinfo2();
 	CHECK(after.uordblks >= before.uordblks + RUN(100 * KiB));
 	CHECK(after.uordblks < before.uordblks + RUN(100 * KiB) + 64 * KiB);
+	/* malloc_info(): the free runs, one bin past the last class. */
+	fp = fmemopen(xml, sizeof(xml), "w");
+	CHECK(fp != NULL);
+	if (fp) {
+		CHECK_EQ(malloc_info(0, fp), 0);
+		fclose(fp);
+		CHECK(strstr(xml, "to=\"4194304\"") != NULL);
+	}
 	free(p);
 	after = mallinfo2();
 	CHECK(after.uordblks < before.uordblks + 64 * KiB);
