@@ -39,7 +39,6 @@
 int slub_stats_default = 0;
 /* ... and rounds requests to the fine kmalloc classes (kmalloc.c). */
 int slub_kmalloc_fine_default = 1;
-#define MAX_PAGES_SIZE	(PAGE_SIZE << MAX_PAGE_ORDER)
 
 /* ---- Allocations before the allocator is up ------------------------------- */
 
@@ -111,18 +110,6 @@ static inline bool in_arena(const void *p)
 {
 	return (const char *)p >= zone.arena &&
 	       (const char *)p < zone.arena + (zone.nr_pages << PAGE_SHIFT);
-}
-
-/*
- * The last eighth of the arena is the slabs': blocks of pages go to
- * mappings of their own once less is free. Slab objects have no other
- * way: 66,000 mallocs of 1 MiB, never written, filled the 64 GiB arena,
- * and the next 100-byte malloc failed with the process a few MB resident
- * (glibc: a million of them went on).
- */
-static inline bool arena_low(void)
-{
-	return READ_ONCE(zone.free_pages) < zone.nr_pages / 8;
 }
 
 /*

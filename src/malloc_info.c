@@ -31,7 +31,6 @@
 #include "slub_internal.h"
 
 #define MALLOC_API	__attribute__((visibility("default")))
-#define MAX_PAGES_BYTES	(PAGE_SIZE << MAX_PAGE_ORDER)
 
 MALLOC_API struct mallinfo2 mallinfo2(void)
 {
@@ -185,7 +184,7 @@ MALLOC_API int malloc_info(int options, FILE *fp)
 	malloc_runs_usage(&runs);
 	if (runs.free_nr)	/* the chunks' free runs of pages, one bin */
 		fprintf(fp, "  <size from=\"%u\" to=\"%lu\" total=\"%zu\" count=\"%zu\"/>\n",
-			from, MAX_PAGES_BYTES, runs.free_bytes, runs.free_nr);
+			from, MAX_PAGES_SIZE, runs.free_bytes, runs.free_nr);
 	fprintf(fp, "</sizes>\n");
 	info_totals(fp, &m, nr_free + m.ordblks, touched, NULL);
 	fprintf(fp, "</heap>\n");

@@ -143,6 +143,21 @@ static __always_inline bool aligned_fast(size_t align, size_t size, void **p)
 	return false;
 }
 
+/* The page allocator's largest block: past it, a mapping of its own. */
+#define MAX_PAGES_SIZE	(PAGE_SIZE << MAX_PAGE_ORDER)
+
+/*
+ * The last eighth of the arena is the slabs': blocks of pages go to
+ * mappings of their own once less is free. Slab objects have no other
+ * way: 66,000 mallocs of 1 MiB, never written, filled the 64 GiB arena,
+ * and the next 100-byte malloc failed with the process a few MB resident
+ * (glibc: a million of them went on).
+ */
+static inline bool arena_low(void)
+{
+	return READ_ONCE(zone.free_pages) < zone.nr_pages / 8;
+}
+
 /*
  * malloc_runs.c: blocks past the medium classes, up to malloc_runs_limit, as
  * runs of whole pages cut from max-order chunks.
@@ -155,7 +170,7 @@ static __always_inline bool aligned_fast(size_t align, size_t size, void **p)
 extern size_t malloc_runs_limit;
 
 struct malloc_runs_usage {
-	size_t chunks, chunk_bytes;	/* chunks held */
+	size_t chunks;			/* chunks held, 4 MiB each */
 	size_t nr, bytes;		/* runs in use, their pages' bytes */
 	size_t free_nr, free_bytes;	/* free runs, */
 	size_t backed_free_bytes;	/* of which not released yet */

@@ -251,7 +251,7 @@ static bool runs_grow(bool zero)
 	struct page *head;
 	void *p;
 
-	if (READ_ONCE(zone.free_pages) < zone.nr_pages / 8)	/* malloc.c's arena_low() */
+	if (arena_low())
 		return false;
 	p = __get_free_pages(GFP_KERNEL | __GFP_NOWARN | (zero ? __GFP_ZERO : 0),
 			     CHUNK_ORDER);
@@ -260,7 +260,6 @@ static bool runs_grow(bool zero)
 	head = virt_to_page(p);
 	WRITE_ONCE(head->flags, head->flags | PG_runs);
 	runs_usage.chunks++;
-	runs_usage.chunk_bytes += CHUNK_BYTES;
 	/* __GFP_ZERO cost nothing for a released block: it reads as zeroes. */
 	add_free_run(head, CHUNK_PAGES, zero ? RUN_ZERO : 0, coarse_clock_ms());
 	return true;
@@ -326,7 +325,6 @@ static void free_run_unlock(struct page *head, struct page *page, unsigned long 
 	if (len == CHUNK_PAGES) {
 		WRITE_ONCE(head->flags, head->flags & ~PG_runs);
 		runs_usage.chunks--;
-		runs_usage.chunk_bytes -= CHUNK_BYTES;
 		slub_unlock(&runs_lock);
 		free_pages(page_address(head), CHUNK_ORDER);
 		return;
@@ -607,7 +605,6 @@ unsigned long runs_check(void)
 		if (!chunk_head(head))
 			continue;
 		u.chunks++;
-		u.chunk_bytes += CHUNK_BYTES;
 		errors += check_chunk(head, &u, &nr_free);
 	}
 	for (unsigned long len = 1; len <= CHUNK_PAGES; len++) {
@@ -626,7 +623,7 @@ unsigned long runs_check(void)
 	    u.nr != runs_usage.nr || u.bytes != runs_usage.bytes ||
 	    u.free_bytes != runs_usage.free_bytes ||
 	    u.backed_free_bytes != runs_usage.backed_free_bytes ||
-	    u.bytes + u.free_bytes != u.chunk_bytes) {
+	    u.bytes + u.free_bytes != u.chunks * CHUNK_BYTES) {
 		slub_pr_err("BUG runs: counts: %zu chunks, %zu runs of %zu bytes, %zu free "
 			    "(%zu backed), %lu free runs listed for %lu; counted %zu, %zu, %zu, "
 			    "%zu (%zu)\n", u.chunks, u.nr, u.bytes, u.free_bytes,
