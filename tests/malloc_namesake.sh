@@ -7,12 +7,27 @@
 # the preemptible ones that src/malloc.dynlist names, so a function added
 # to the API is covered or this test says which is not.
 #
-#   malloc_namesake.sh LIBSLUB_MALLOC_SO MALLOC_NAMESAKE DYNLIST LIBSLUB_SO
+# Then the static libraries as installed (scripts/static-object.sh):
+#  - each defines, globally, exactly what its shared library exports, and
+#    every function of libslub's API in them is weak (a program's namesake
+#    takes its place for the program); the rest of libslub-malloc.a,
+#    malloc's family, is as in the .so;
+#  - a program with namesakes of the API and of internals links with each,
+#    and the library never calls them: malloc_namesake linked with
+#    libslub-malloc.a, and static_namesake (tests/static_namesake.c) with
+#    libslub.a, plain, with the exit report, and with the control socket.
+#
+#   malloc_namesake.sh LIBSLUB_MALLOC_SO MALLOC_NAMESAKE DYNLIST LIBSLUB_SO \
+#                      LIBSLUB_MALLOC_A MALLOC_NAMESAKE_STATIC LIBSLUB_A STATIC_NAMESAKE
 set -u
 lib=$1
 prog=$2
 dynlist=$3
 libslub=$4
+malloc_a=$5
+mprog_static=$6
+slub_a=$7
+prog_static=$8
 passed=0
 failed=0
 tmp=$(mktemp -d)
@@ -43,13 +58,38 @@ else
 	pass "a namesake for each of the $(wc -l <"$tmp/bound") other exported functions"
 fi
 
-# DESCRIPTION COMMAND...: the program must say it is ok.
+# ARCHIVE SO NAME: the archive's global definitions against the .so's.
+compare() {
+	nm --defined-only "$1" | awk 'NF == 3 && $2 ~ /^[A-Z]$/ { print $3 }' |
+		sort >"$tmp/a"
+	nm -D --defined-only "$2" | awk 'NF == 3 && $2 ~ /^[A-Z]$/ { print $3 }' |
+		sort >"$tmp/so"
+	if cmp -s "$tmp/a" "$tmp/so"; then
+		pass "$3: defines globally the $(wc -l <"$tmp/a") symbols the .so exports"
+	else
+		fail "$3: global definitions differ from the .so's exports:" \
+			"$(diff "$tmp/so" "$tmp/a" | grep '^[<>]' | head -20 | tr '\n' ' ')"
+	fi
+	strong=$(nm --defined-only "$1" |
+		awk 'NF == 3 && $2 ~ /^[A-Z]$/ && $2 != "W" { print $3 }' |
+		grep -vxf "$tmp/preemptible")
+	if [ -z "$strong" ]; then
+		pass "$3: every function of the API is weak"
+	else
+		fail "$3: not weak: $(echo $strong)"
+	fi
+}
+compare "$malloc_a" "$lib" libslub-malloc.a
+compare "$slub_a" "$libslub" libslub.a
+
+# DESCRIPTION COMMAND...: the program must say it is ok (malloc_namesake,
+# or static_namesake for the one linked with libslub.a).
 run_case() {
 	desc=$1
 	shift
 	"$@" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
-	if [ $rc -eq 0 ] && grep -q "malloc_namesake: ok" "$tmp/out"; then
+	if [ $rc -eq 0 ] && grep -q "_namesake: ok" "$tmp/out"; then
 		pass "$desc"
 	else
 		fail "$desc: exit $rc"
@@ -63,6 +103,10 @@ mkdir -m 700 "$tmp/ctl"
 for env in "" "SLUB_STATS=1" "SLUB_CONTROL=1 SLUB_CONTROL_DIR=$tmp/ctl"; do
 	run_case "namesakes never called${env:+ ($env)}" \
 		env $env LD_PRELOAD="$lib" "$prog"
+	run_case "libslub-malloc.a: namesakes never called${env:+ ($env)}" \
+		env $env "$mprog_static"
+	run_case "libslub.a: namesakes never called${env:+ ($env)}" \
+		env $env "$prog_static"
 done
 run_case "namesakes never called by libslub.so" "$prog" --dlopen "$libslub"
 
