@@ -22,7 +22,9 @@
  *             producer to the k-th and its consumer to the next, so every
  *             object is freed on another CPU than the one that allocated
  *             it (unpinned, the scheduler's placement decided, and the
- *             figures were bimodal)
+ *             figures were bimodal); main looks at the rings every
+ *             millisecond, and the report gives their fullest and each
+ *             allocator's peak RSS over it
  *   oversub   8x the online CPUs threads (-t), each churning its own
  *             working set of -w / threads objects
  *   cxx       single's churn through C++'s operator new and the sized
@@ -109,6 +111,7 @@ static struct {
 struct sample {
 	double mops;
 	long hwm_kb;
+	long rings_kb;	/* prodcons: the most bytes in the rings at once */
 };
 
 struct result {
@@ -291,16 +294,21 @@ struct ring {
 	unsigned long long ops;
 	uint64_t seed;
 	void *slot[RING] __attribute__((aligned(64)));
+	/* Producer's, read by main's samples only: bytes put in, to each slot's. */
+	size_t made[RING] __attribute__((aligned(64)));
 };
 
 static void *producer(void *arg)
 {
 	struct ring *r = arg;
 	unsigned long head = 0, tail = 0;
+	size_t made = 0;
 
 	pthread_barrier_wait(&start_barrier);
 	while (!stop) {
 		for (unsigned int k = 0; k < CHECK_EVERY; k++) {
+			size_t n;
+
 			if (head - tail == RING) {
 				tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 				if (head - tail == RING) {
@@ -308,7 +316,10 @@ static void *producer(void *arg)
 					continue;
 				}
 			}
-			r->slot[head & (RING - 1)] = xmalloc(rnd_size(&r->seed));
+			n = rnd_size(&r->seed);
+			r->slot[head & (RING - 1)] = xmalloc(n);
+			made += n;
+			__atomic_store_n(&r->made[head & (RING - 1)], made, __ATOMIC_RELAXED);
 			__atomic_store_n(&r->head, ++head, __ATOMIC_RELEASE);
 		}
 	}
@@ -346,12 +357,59 @@ static void *consumer(void *arg)
 }
 
 /*
- * Threaded workloads: the threads wait on a barrier, the clock starts,
- * main sleeps for the duration and raises stop, and the clock stops at a
- * second barrier that every thread reaches when it has stopped (the
- * consumers once they have drained their ring).
+ * The bytes in the rings now: for each, the bytes its producer had put
+ * in up to its head, less those up to its consumer's tail. A slot's count
+ * is written before its head is published, and read after; the tail's
+ * slot reused meanwhile reads low, as good for a sample.
  */
-static unsigned long long run_threads(unsigned int w, double *secs)
+static size_t rings_bytes(struct ring *r)
+{
+	size_t bytes = 0;
+
+	for (unsigned int i = 0; i < opt.pairs; i++) {
+		unsigned long tail = __atomic_load_n(&r[i].tail, __ATOMIC_ACQUIRE);
+		unsigned long head = __atomic_load_n(&r[i].head, __ATOMIC_ACQUIRE);
+		size_t to_head = head ? __atomic_load_n(&r[i].made[(head - 1) & (RING - 1)],
+							__ATOMIC_RELAXED) : 0;
+		size_t to_tail = tail ? __atomic_load_n(&r[i].made[(tail - 1) & (RING - 1)],
+							__ATOMIC_RELAXED) : 0;
+
+		if (to_head > to_tail)
+			bytes += to_head - to_tail;
+	}
+	return bytes;
+}
+
+/*
+ * Main's wait for prodcons: a look at the rings every millisecond. How
+ * full they get depends on how far the producers run ahead of the
+ * consumers, so a faster allocator may hold more live blocks (twice as
+ * much, with blocks of many pages): the report sets each allocator's
+ * peak RSS against the rings' fullest. A look reads four words a ring;
+ * the producers keep a count, the consumers do nothing for it.
+ */
+static size_t sample_rings(struct ring *r, double until)
+{
+	struct timespec ms = { 0, 1000000 };
+	size_t most = 0;
+
+	while (now() < until) {
+		size_t b = rings_bytes(r);
+
+		if (b > most)
+			most = b;
+		nanosleep(&ms, NULL);
+	}
+	return most;
+}
+
+/*
+ * Threaded workloads: the threads wait on a barrier, the clock starts,
+ * main sleeps for the duration (prodcons: looks at the rings) and raises
+ * stop, and the clock stops at a second barrier that every thread reaches
+ * when it has stopped (the consumers once they have drained their ring).
+ */
+static unsigned long long run_threads(unsigned int w, double *secs, size_t *rings_peak)
 {
 	unsigned int nt = w == W_PRODCONS ? 2 * opt.pairs : opt.threads;
 	pthread_t *tid = calloc(nt, sizeof(*tid));
@@ -397,8 +455,11 @@ static unsigned long long run_threads(unsigned int w, double *secs)
 	t0 = now();
 	ts.tv_sec = (time_t)opt.duration;
 	ts.tv_nsec = (long)((opt.duration - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	if (w == W_PRODCONS)
+		*rings_peak = sample_rings(r, t0 + opt.duration);
+	else
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
 	stop = 1;
 	pthread_barrier_wait(&start_barrier);
 	*secs = now() - t0;
@@ -416,6 +477,7 @@ static unsigned long long run_threads(unsigned int w, double *secs)
 static int child_main(unsigned int w)
 {
 	unsigned long long ops;
+	size_t rings = 0;
 	double secs;
 
 	if (!preload_mapped()) {
@@ -428,8 +490,8 @@ static int child_main(unsigned int w)
 		ops = run_single(&secs, w == W_CALLOC ? ALLOC_CALLOC :
 					w == W_ALIGNED ? ALLOC_ALIGNED : ALLOC_MALLOC);
 	else
-		ops = run_threads(w, &secs);
-	printf("%llu %.6f %ld\n", ops, secs, status_kb("VmHWM"));
+		ops = run_threads(w, &secs, &rings);
+	printf("%llu %.6f %ld %zu\n", ops, secs, status_kb("VmHWM"), rings >> 10);
 	return fflush(stdout) ? 1 : 0;
 }
 
@@ -464,7 +526,7 @@ static void run_one(unsigned int w, unsigned int a)
 	int status;
 	double secs;
 	size_t got;
-	long hwm;
+	long hwm, rings = 0;
 
 	if (res->failed[0])
 		return;		/* failed once: not run again */
@@ -483,11 +545,13 @@ static void run_one(unsigned int w, unsigned int a)
 	} else if (WEXITSTATUS(status)) {
 		snprintf(res->failed, sizeof(res->failed), "exit status %d",
 			 WEXITSTATUS(status));
-	} else if (sscanf(buf, "%llu %lf %ld", &ops, &secs, &hwm) != 3 || secs <= 0) {
+	} else if (sscanf(buf, "%llu %lf %ld %ld", &ops, &secs, &hwm, &rings) < 3 ||
+		   secs <= 0) {
 		snprintf(res->failed, sizeof(res->failed), "bad report \"%.60s\"", buf);
 	} else {
 		res->s[res->n].mops = (double)ops / secs * 1e-6;
 		res->s[res->n].hwm_kb = hwm;
+		res->s[res->n].rings_kb = rings;
 		res->n++;
 		res->ran = true;
 		return;
@@ -613,6 +677,53 @@ static void print_table(bool rss)
 	}
 }
 
+/* The median of n values (sorted in place); 0 if none. */
+static double median(double *v, unsigned int n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * Producer/consumer's rings at their fullest (the least memory any
+ * allocator could have peaked at), and each allocator's peak RSS over
+ * it, run by run: with blocks of many pages the faster allocators fill
+ * the rings further, and the RSS table alone charges them for it.
+ */
+static void print_rings(void)
+{
+	const struct result *res = results[W_PRODCONS];
+	char cell[40];
+
+	if (!opt.wl_on[W_PRODCONS])
+		return;
+	printf("\nprodcons: the rings at their fullest, MiB, and peak RSS over it, "
+	       "median of %u\n%-11s", opt.reps, "");
+	for (unsigned int a = 0; a < NR_ALLOCS; a++)
+		if (col_on(a))
+			printf(" %15s", alloc_name[a]);
+	for (int row = 0; row < 2; row++) {
+		printf("\n%-11s", row ? "RSS/rings" : "rings");
+		for (unsigned int a = 0; a < NR_ALLOCS; a++) {
+			double v[MAX_REPS];
+			unsigned int n = 0;
+
+			if (!col_on(a))
+				continue;
+			for (unsigned int i = 0; i < res[a].n; i++)
+				if (res[a].s[i].rings_kb > 0)
+					v[n++] = row ? (double)res[a].s[i].hwm_kb /
+						       (double)res[a].s[i].rings_kb :
+						 (double)res[a].s[i].rings_kb / 1024;
+			snprintf(cell, sizeof(cell), row ? "%.2f" : "%.1f", median(v, n));
+			printf(" %15s", n && !res[a].failed[0] ? cell : "-");
+		}
+	}
+	printf("\n");
+}
+
 static void print_paired(void)
 {
 	bool any = false;
@@ -658,6 +769,7 @@ static void print_tables(void)
 	       "(throughput: ratio < 1 is slower; RSS: ratio > 1 is more)\n");
 	print_table(false);
 	print_table(true);
+	print_rings();
 	print_paired();
 	for (unsigned int w = 0; w < NR_WL; w++)
 		for (unsigned int a = 0; a < NR_ALLOCS; a++)
@@ -738,6 +850,12 @@ static void write_json(const char *path)
 			for (unsigned int i = 0; i < r->n; i++)
 				fprintf(f, "%s%ld", i ? ", " : "", r->s[i].hwm_kb);
 			fprintf(f, "]");
+			if (w == W_PRODCONS) {
+				fprintf(f, ", \"rings_peak_kb\": [");
+				for (unsigned int i = 0; i < r->n; i++)
+					fprintf(f, "%s%ld", i ? ", " : "", r->s[i].rings_kb);
+				fprintf(f, "]");
+			}
 			if (r->failed[0]) {
 				fprintf(f, ", \"failed\": ");
 				json_str(f, r->failed);

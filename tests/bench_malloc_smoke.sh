@@ -3,7 +3,8 @@
 # peers need not be installed), every workload, three repetitions of
 # 0.05 s. The three tables and the JSON must be there, and libslub's
 # ratios must be what its samples give: the ratio of the medians, and the
-# median of the ratios within each repetition.
+# median of the ratios within each repetition; producer/consumer's rings
+# at their fullest must be there and within what the rings can hold.
 # The cxx workloads run where bench_malloc_cxx was built beside it (a C++
 # compiler), and are left out with a note where not.
 # Usage: bench_malloc_smoke.sh bench_malloc libslub-malloc.so outdir
@@ -46,4 +47,12 @@ for name, w in d["workloads"].items():
     assert close(l["paired_ratio_throughput"], pt), (name, l["paired_ratio_throughput"], pt)
     assert close(l["paired_ratio_rss"], pr), (name, l["paired_ratio_rss"], pr)
     assert "paired_ratio_throughput" not in g, name
+    # Producer/consumer's rings at their fullest: there, and no more than
+    # two rings of 1,024 blocks of at most 1 KiB can hold.
+    for a in (g, l):
+        assert ("rings_peak_kb" in a) == (name == "prodcons"), name
+        if name == "prodcons":
+            assert all(0 < k <= 2 * 1024 for k in a["rings_peak_kb"]), a["rings_peak_kb"]
 PY
+grep -q '^RSS/rings ' "$out/bm.txt" ||
+	{ echo "no rings table under the RSS table"; cat "$out/bm.txt"; exit 1; }
