@@ -175,6 +175,7 @@ struct malloc_runs_usage {
 	size_t free_nr, free_bytes;	/* free runs, */
 	size_t backed_free_bytes;	/* of which not released yet */
 	size_t released_pages;		/* released by purges and trims, ever */
+	size_t decommitted_pages;	/* of the free runs': not even committed */
 };
 
 enum runs_free_result { RUNS_NOT_MINE, RUNS_FREED, RUNS_BAD };

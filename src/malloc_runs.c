@@ -42,7 +42,9 @@
  * (MADV_DONTNEED), oldest first, from the page allocator's purge tick and
  * malloc_trim(), as the page allocator's free blocks are; a released run
  * reads as zeroes, which calloc() uses. A run merged from released and
- * backed pieces counts as backed.
+ * backed pieces counts as backed. Where the page allocator decommits
+ * (strict overcommit, a data limit: decommit.c), a released run is
+ * decommitted too, page by page; see "Decommitting" below.
  *
  * Everything is under runs_lock: a request of 64 KiB or more costs far
  * more in the program's own writes than one lock, and the page
@@ -245,6 +247,160 @@ static unsigned long del_free_run(struct page *page)
 	return info & (RUN_RELEASED | RUN_ZERO);
 }
 
+/* ---- Decommitting ------------------------------------------------------------------ */
+
+/*
+ * Where the page allocator decommits its free blocks (page_alloc/decommit:
+ * on under strict overcommit or a data limit, decommit.c), a free run that
+ * is released is also decommitted: replaced with a mapping without access,
+ * which the kernel does not charge against the commit limit or
+ * RLIMIT_DATA, and opened again (zone_open_range()) when a request takes
+ * any of it. Without it a chunk with one run in use kept the charge of
+ * all its free pages until it went back. glibc keeps the charge of its
+ * heap's free chunks below the top; jemalloc decommits its extents so.
+ *
+ * Page by page: a chunk's closed pages are a bitmap of 1,024 bits in the
+ * lru words of its first eight struct pages, which the page allocator
+ * uses only while a block is free. Closed pages lie only in free runs
+ * (merged runs may mix closed and open pages). Each stretch of closed
+ * pages is a mapping of its own: their number is capped, as the page
+ * allocator's are, so that the program keeps room under
+ * vm.max_map_count, and past the cap a run is only released. All of it
+ * is under runs_lock, and costs nothing while no page is closed.
+ */
+#define RUNS_CLOSED_MAX		4096
+#define PAGES_PER_LRU		(8 * sizeof(struct list_head))
+
+_Static_assert(sizeof(struct list_head) % sizeof(unsigned long) == 0 &&
+	       CHUNK_PAGES % PAGES_PER_LRU == 0,
+	       "a chunk's closed-page bitmap is whole words of its struct pages' lru");
+
+static unsigned long runs_closed_stretches;
+
+static inline unsigned long *closed_word(struct page *head, unsigned long i)
+{
+	return (unsigned long *)&head[i / PAGES_PER_LRU].lru +
+	       (i % PAGES_PER_LRU) / BITS_PER_LONG;
+}
+
+static inline bool page_closed(struct page *head, unsigned long i)
+{
+	return (*closed_word(head, i) >> (i % BITS_PER_LONG)) & 1;
+}
+
+static void clear_closed_map(struct page *head)
+{
+	for (unsigned long i = 0; i < CHUNK_PAGES / PAGES_PER_LRU; i++)
+		memset(&head[i].lru, 0, sizeof(head[i].lru));
+}
+
+/* Stretches of closed pages that touch [lo, hi) of the chunk. */
+static unsigned long stretches_near(struct page *head, unsigned long lo, unsigned long hi)
+{
+	unsigned long n = 0;
+
+	lo = lo ? lo - 1 : 0;
+	hi = hi < CHUNK_PAGES ? hi + 1 : CHUNK_PAGES;
+	for (unsigned long i = lo; i < hi; i++)
+		n += page_closed(head, i) && (i == lo || !page_closed(head, i - 1));
+	return n;
+}
+
+/* Mark [lo, hi) closed or open, and keep the counts. */
+static void mark_closed(struct page *head, unsigned long lo, unsigned long hi, bool closed)
+{
+	unsigned long before = stretches_near(head, lo, hi), changed = 0;
+
+	for (unsigned long i = lo; i < hi; i++) {
+		unsigned long *w = closed_word(head, i), bit = 1UL << (i % BITS_PER_LONG);
+
+		changed += !(*w & bit) == closed;
+		*w = closed ? *w | bit : *w & ~bit;
+	}
+	runs_closed_stretches += stretches_near(head, lo, hi);
+	runs_closed_stretches -= before;
+	if (closed)
+		runs_usage.decommitted_pages += changed;
+	else
+		runs_usage.decommitted_pages -= changed;
+}
+
+/*
+ * Decommit [lo, hi) of the chunk, just released. Under mlockall(MCL_FUTURE)
+ * the new mapping is born locked: unlocked at once (decommit.c says why).
+ * False leaves it released and open, which is always correct.
+ */
+static bool close_pages(struct page *head, unsigned long lo, unsigned long hi)
+{
+	void *addr = page_address(head + lo);
+	size_t len = (hi - lo) << PAGE_SHIFT;
+
+	if (runs_closed_stretches + 1 > RUNS_CLOSED_MAX + stretches_near(head, lo, hi) ||
+	    mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+		 -1, 0) == MAP_FAILED)
+		return false;
+	munlock(addr, len);
+	mark_closed(head, lo, hi, true);
+	return true;
+}
+
+/*
+ * Open the closed pages of [lo, hi) of the chunk, stretch by stretch;
+ * false if the system refuses to charge them, with what this call opened
+ * closed again (where even that fails, left open and marked so: still
+ * correct). A page marked open is always accessible; one marked closed
+ * may not be, and is opened before it is handed out.
+ */
+static bool open_pages(struct page *head, unsigned long lo, unsigned long hi)
+{
+	unsigned long opened[CHUNK_PAGES / BITS_PER_LONG] = { 0 };	/* by this call */
+	unsigned long i = lo, end;
+
+	while (i < hi) {
+		if (!page_closed(head, i)) {
+			i++;
+			continue;
+		}
+		for (end = i + 1; end < hi && page_closed(head, end); end++)
+			;
+		if (!zone_open_range(page_address(head + i), (end - i) << PAGE_SHIFT))
+			goto refused;
+		mark_closed(head, i, end, false);
+		for (; i < end; i++)
+			opened[i / BITS_PER_LONG] |= 1UL << (i % BITS_PER_LONG);
+	}
+	return true;
+
+refused:
+	/* mprotect() may have opened part of the stretch: close it whole. */
+	close_pages(head, i, end);
+	for (i = lo; i < hi; i = end) {
+		end = i + 1;
+		if (!(opened[i / BITS_PER_LONG] >> (i % BITS_PER_LONG) & 1))
+			continue;
+		while (end < hi && (opened[end / BITS_PER_LONG] >> (end % BITS_PER_LONG) & 1))
+			end++;
+		close_pages(head, i, end);
+	}
+	return false;
+}
+
+/*
+ * Pages lo..hi - 1 from page (free, in one chunk) are about to be handed
+ * out: open any that are closed. False if the system refuses.
+ */
+static bool runs_take_open(struct page *page, unsigned long lo, unsigned long hi)
+{
+	struct page *head;
+	unsigned long first;
+
+	if (likely(!runs_usage.decommitted_pages))
+		return true;
+	head = runs_chunk(page_address(page));
+	first = (unsigned long)(page - head);
+	return open_pages(head, first + lo, first + hi);
+}
+
 /* A new chunk, one free run; false if the page allocator has none. */
 static bool runs_grow(bool zero)
 {
@@ -258,6 +414,7 @@ static bool runs_grow(bool zero)
 	if (!p)
 		return false;
 	head = virt_to_page(p);
+	clear_closed_map(head);
 	WRITE_ONCE(head->flags, head->flags | PG_runs);
 	runs_usage.chunks++;
 	/* __GFP_ZERO cost nothing for a released block: it reads as zeroes. */
@@ -292,6 +449,11 @@ void *runs_alloc(size_t size, bool zero)
 		len = CHUNK_PAGES;
 	}
 	page = run_page_of(list_first_entry(&runs_free_list[len], struct run_page, list));
+	if (!runs_take_open(page, 0, n)) {	/* the system's refusal */
+		slub_unlock(&runs_lock);
+		errno = ENOMEM;
+		return NULL;
+	}
 	flags = del_free_run(page);
 	if (len > n)	/* the rest stays free, aged from now */
 		add_free_run(page + n, len - n, flags, coarse_clock_ms());
@@ -322,7 +484,12 @@ static void free_run_unlock(struct page *head, struct page *page, unsigned long 
 		len += info_len(info);
 		del_free_run(end);
 	}
-	if (len == CHUNK_PAGES) {
+	/*
+	 * A whole chunk goes back open, as the page allocator hands its
+	 * blocks out; if the system refuses to charge it again it stays, one
+	 * free run that costs neither memory nor charge where it is closed.
+	 */
+	if (len == CHUNK_PAGES && runs_take_open(head, 0, CHUNK_PAGES)) {
 		WRITE_ONCE(head->flags, head->flags & ~PG_runs);
 		runs_usage.chunks--;
 		slub_unlock(&runs_lock);
@@ -415,7 +582,7 @@ bool runs_resize(void *p, size_t size)
 	}
 	end = page + n;
 	if (end < head + CHUNK_PAGES && ((info = run_info(end)) & RUN_FREE) &&
-	    n + info_len(info) >= m) {
+	    n + info_len(info) >= m && runs_take_open(page, n, m)) {
 		unsigned long flags = del_free_run(end), rest = n + info_len(info) - m;
 
 		if (rest)
@@ -460,6 +627,12 @@ static unsigned long runs_release(bool all, unsigned long now, unsigned int budg
 			continue;
 		}
 		set_run_info(page, run_info(page) | RUN_RELEASED | RUN_ZERO);
+		if (READ_ONCE(zone.decommit)) {
+			struct page *head = runs_chunk(page_address(page));
+
+			close_pages(head, (unsigned long)(page - head),
+				    (unsigned long)(page - head) + len);
+		}
 		runs_usage.backed_free_bytes -= len << PAGE_SHIFT;
 		runs_usage.released_pages += len;
 		released += len;
@@ -532,10 +705,11 @@ static bool on_list(const struct list_head *h, const struct list_head *e)
 /*
  * One chunk's runs: they tile it, each free run is tagged at both ends,
  * on its length's list and, while backed, on the age list, no two free
- * runs touch, and no other page carries a tag. Adds its counts to u.
+ * runs touch, no other page carries a tag, and no page of a run in use
+ * is decommitted. Adds its counts to u, and its stretches of closed pages.
  */
 static unsigned long check_chunk(struct page *head, struct malloc_runs_usage *u,
-				 unsigned long *nr_free)
+				 unsigned long *nr_free, unsigned long *stretches)
 {
 	unsigned long errors = 0, i = 0, len, info;
 	bool prev_free = false;
@@ -557,6 +731,13 @@ static unsigned long check_chunk(struct page *head, struct malloc_runs_usage *u,
 				errors++;
 			}
 		if (info & RUN_USED) {
+			for (unsigned long j = i; j < i + len; j++)
+				if (page_closed(head, j)) {
+					slub_pr_err("BUG runs: chunk %p page %lu: decommitted "
+						    "inside a run in use\n", page_address(head), j);
+					errors++;
+					break;
+				}
 			if (len > 1 && run_info(page + len - 1)) {
 				slub_pr_err("BUG runs: chunk %p page %lu: a used run's last page tagged\n",
 					    page_address(head), i);
@@ -585,7 +766,13 @@ static unsigned long check_chunk(struct page *head, struct malloc_runs_usage *u,
 		}
 		i += len;
 	}
-	if ((run_info(head) & RUN_FREE) && info_len(run_info(head)) == CHUNK_PAGES) {
+	for (i = 0; i < CHUNK_PAGES; i++) {
+		u->decommitted_pages += page_closed(head, i);
+		*stretches += page_closed(head, i) && (!i || !page_closed(head, i - 1));
+	}
+	/* Kept whole only where it could not be charged again to go back. */
+	if ((run_info(head) & RUN_FREE) && info_len(run_info(head)) == CHUNK_PAGES &&
+	    !stretches_near(head, 0, CHUNK_PAGES)) {
 		slub_pr_err("BUG runs: chunk %p is free and was not given back\n",
 			    page_address(head));
 		errors++;
@@ -596,7 +783,7 @@ static unsigned long check_chunk(struct page *head, struct malloc_runs_usage *u,
 unsigned long runs_check(void)
 {
 	struct malloc_runs_usage u = { 0 };
-	unsigned long errors = 0, nr_free = 0, nr_listed = 0;
+	unsigned long errors = 0, nr_free = 0, nr_listed = 0, stretches = 0;
 
 	slub_lock(&runs_lock);
 	for (uintptr_t off = 0; off < arena_used_bytes(); off += CHUNK_BYTES) {
@@ -605,7 +792,7 @@ unsigned long runs_check(void)
 		if (!chunk_head(head))
 			continue;
 		u.chunks++;
-		errors += check_chunk(head, &u, &nr_free);
+		errors += check_chunk(head, &u, &nr_free, &stretches);
 	}
 	for (unsigned long len = 1; len <= CHUNK_PAGES; len++) {
 		if (!len_nonempty(len))
@@ -630,6 +817,13 @@ unsigned long runs_check(void)
 			    u.backed_free_bytes, nr_listed, nr_free, runs_usage.chunks,
 			    runs_usage.nr, runs_usage.bytes, runs_usage.free_bytes,
 			    runs_usage.backed_free_bytes);
+		errors++;
+	}
+	if (u.decommitted_pages != runs_usage.decommitted_pages ||
+	    stretches != runs_closed_stretches) {
+		slub_pr_err("BUG runs: %zu pages decommitted in %lu stretches, counted %zu "
+			    "in %lu\n", u.decommitted_pages, stretches,
+			    runs_usage.decommitted_pages, runs_closed_stretches);
 		errors++;
 	}
 	slub_unlock(&runs_lock);
@@ -685,6 +879,9 @@ static void runs_show(struct seq_buf *sb, void *obj, long arg)
 	case 6:
 		seq_printf(sb, "%zu\n", u.released_pages);
 		break;
+	case 9:
+		seq_printf(sb, "%zu\n", u.decommitted_pages);
+		break;
 	}
 }
 
@@ -717,6 +914,7 @@ static const struct slub_attr malloc_attrs[] = {
 	{ "runs_released_pages", runs_show, NULL, 6 },
 	{ "runs_check", runs_show, NULL, 7 },
 	{ "runs_max_bytes", runs_show, runs_store, 8 },
+	{ "runs_decommitted_pages", runs_show, NULL, 9 },
 };
 
 static struct sysfs_dir malloc_dir = {

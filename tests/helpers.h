@@ -193,7 +193,6 @@ static inline size_t opaque_size(size_t n)
 	return n;
 }
 
-/* Resident set size in KiB, from /proc/self/statm. */
 /*
  * A field of /proc/self/status ("VmRSS:", "Threads:"), read without stdio,
  * whose malloc would run the allocator's slow paths and their ticks.
@@ -212,6 +211,7 @@ static inline long status_field(const char *key)
 	return p ? strtol(p + strlen(key), NULL, 10) : -1;
 }
 
+/* Resident set size in KiB, from /proc/self/statm. */
 static inline long rss_kib(void)
 {
 	long pages = 0, resident = 0;
@@ -223,6 +223,27 @@ static inline long rss_kib(void)
 		resident = -1;
 	fclose(f);
 	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* The permissions of the mapping that holds p, as in /proc/self/maps. */
+static inline void mapping_perms(const void *p, char out[5])
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+
+	strcpy(out, "");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[5];
+
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3 &&
+		    (uintptr_t)p >= lo && (uintptr_t)p < hi) {
+			strcpy(out, perms);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
 }
 
 static inline int nr_cpus_allowed(void)

@@ -27,27 +27,6 @@ static long vm_data_kib(void)
 	return status_field("VmData:");
 }
 
-/* The permissions of the mapping that holds p, as in /proc/self/maps. */
-static void perms_at(const void *p, char out[5])
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-
-	strcpy(out, "");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char perms[5];
-
-		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3 &&
-		    (uintptr_t)p >= lo && (uintptr_t)p < hi) {
-			strcpy(out, perms);
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-}
-
 /* Mappings that overlap [lo, hi). */
 static unsigned long mappings_in(uintptr_t lo, uintptr_t hi)
 {
@@ -131,7 +110,7 @@ static void test_gives_back_commit(void)
 	CHECK(sysfs_num("page_alloc/pages_decommitted") - decommitted >=
 	      NR_BLOCKS << MAX_PAGE_ORDER);
 	CHECK(zoneinfo("pages_decommitted") >= NR_BLOCKS << MAX_PAGE_ORDER);
-	perms_at(p[0], perms);
+	mapping_perms(p[0], perms);
 	CHECK_EQ(strcmp(perms, "---p"), 0);
 	CHECK_EQ(page_alloc_check(), 0);
 
@@ -156,7 +135,7 @@ static void test_gives_back_commit(void)
 	page_alloc_shrink();
 	CHECK(vm_data_kib() >= used - 1024);
 	CHECK_EQ(sysfs_num("page_alloc/pages_decommitted"), decommitted);
-	perms_at(p[0], perms);
+	mapping_perms(p[0], perms);
 	CHECK_EQ(strcmp(perms, "rw-p"), 0);
 	CHECK_EQ(page_alloc_check(), 0);
 
@@ -164,7 +143,7 @@ static void test_gives_back_commit(void)
 	CHECK_EQ(sysfs_set("page_alloc/decommit", "1"), 0);
 	page_alloc_shrink();
 	CHECK(vm_data_kib() <= before + 4 * 1024);
-	perms_at(p[0], perms);
+	mapping_perms(p[0], perms);
 	CHECK_EQ(strcmp(perms, "---p"), 0);
 	CHECK_EQ(page_alloc_check(), 0);
 }
@@ -218,7 +197,7 @@ static void test_opens_one_chunk(void)
 	drain_all_pages();
 	page_alloc_shrink();
 	CHECK(zoneinfo("pages_decommitted") >= closed);
-	perms_at(q, perms);
+	mapping_perms(q, perms);
 	CHECK_EQ(strcmp(perms, "---p"), 0);
 	CHECK_EQ(page_alloc_check(), 0);
 }

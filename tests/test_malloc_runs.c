@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -430,6 +431,102 @@ static void test_threads(void)
 	CHECK_EQ(runs_num("runs_chunks"), 0);	/* every chunk back */
 }
 
+/* A data limit at what the process is charged now (VmData), or lifted. */
+static void data_limit(bool on)
+{
+	struct rlimit rl;
+
+	CHECK_EQ(getrlimit(RLIMIT_DATA, &rl), 0);
+	rl.rlim_cur = on ? (rlim_t)status_field("VmData:") << 10 : rl.rlim_max;
+	CHECK_EQ(setrlimit(RLIMIT_DATA, &rl), 0);
+}
+
+/*
+ * With page_alloc/decommit on (as under strict overcommit or a data
+ * limit), a released free run is decommitted: no access, no charge
+ * (VmData, what RLIMIT_DATA counts, falls), opened again when a request
+ * takes it, and reading zeroes. A request whose pages the system will not
+ * charge fails with ENOMEM and leaves the runs as they were; a chunk
+ * whose runs are all free goes back open, or, refused, stays whole.
+ * Runs after test_threads: every chunk back, this one is fresh.
+ */
+static void test_decommit(void)
+{
+	enum { NR = 8 };
+	size_t n = 256 * KiB;
+	unsigned char *p[NR], *q, *r;
+	long long closed, chunks = runs_num("runs_chunks");
+	long data;
+	char perms[5];
+
+	CHECK_EQ(slub_sysfs_write("page_alloc/decommit", "1"), 0);
+	for (int i = 0; i < NR; i++) {
+		p[i] = malloc(hide_size(n));
+		CHECK(p[i] != NULL);
+		if (!p[i])
+			return;
+		memset(p[i], i, n);
+	}
+	for (int i = 1; i < NR; i += 2)
+		free(p[i]);		/* p[7] merges with the rest of the chunk */
+	data = status_field("VmData:");
+	malloc_trim(0);
+	closed = runs_num("runs_decommitted_pages");
+	CHECK(closed >= (long long)(3 * n / PAGE));
+	CHECK(status_field("VmData:") <= data - (long)(3 * n / KiB));
+	mapping_perms(p[3], perms);
+	CHECK(!strcmp(perms, "---p"));
+	mapping_perms(p[2], perms);
+	CHECK(!strcmp(perms, "rw-p"));
+	CHECK_EQ(runs_num("runs_check"), 0);
+
+	q = malloc(hide_size(n));	/* the last freed of its length: p[5]'s */
+	CHECK(q == p[5]);
+	if (!q)
+		return;
+	CHECK(all_bytes(q, n, 0));	/* a fresh mapping: none of p[5]'s bytes */
+	memset(q, 0x5a, n);
+	CHECK_EQ(runs_num("runs_decommitted_pages"), closed - (long long)(n / PAGE));
+	CHECK_EQ(runs_num("runs_check"), 0);
+
+	/* Refused: p[3]'s pages cannot be charged again. */
+	data_limit(true);
+	errno = 0;
+	r = malloc(hide_size(n));
+	data_limit(false);
+	CHECK(r == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	CHECK_EQ(runs_num("runs_decommitted_pages"), closed - (long long)(n / PAGE));
+	CHECK_EQ(runs_num("runs_check"), 0);
+	r = malloc(hide_size(n));
+	CHECK(r == p[3]);
+	if (r)
+		memset(r, 3, n);
+	free(r);
+	free(q);
+
+	/* Refused again: the chunk, all free, cannot go back; it stays. */
+	for (int i = 0; i < NR; i += 2)
+		if (i != 6)
+			free(p[i]);
+	malloc_trim(0);
+	data_limit(true);
+	free(p[6]);
+	data_limit(false);
+	CHECK_EQ(runs_num("runs_chunks"), chunks + 1);
+	CHECK_EQ(runs_num("runs_check"), 0);
+	/* A run cut from it and freed: now it goes back, open. */
+	q = malloc(hide_size(n));
+	CHECK(q != NULL);
+	if (q)
+		memset(q, 7, n);
+	free(q);
+	CHECK_EQ(runs_num("runs_chunks"), chunks);
+	CHECK_EQ(runs_num("runs_decommitted_pages"), 0);
+	CHECK_EQ(runs_num("runs_check"), 0);
+	CHECK_EQ(slub_sysfs_write("page_alloc/decommit", "0"), 0);
+}
+
 static volatile int forking;
 
 static void *churn_while_forking(void *arg)
@@ -476,6 +573,7 @@ int main(void)
 	TEST(test_mallinfo);
 	TEST(test_bad_frees);
 	TEST(test_threads);
+	TEST(test_decommit);
 	TEST(test_fork);
 	CHECK_EQ(page_alloc_check(), 0);
 	return test_done();
