@@ -28,6 +28,7 @@
 
 #include "malloc_internal.h"
 #include "page_alloc.h"
+#include "slabinfo.h"
 #include "slub_internal.h"
 
 #define MALLOC_API	__attribute__((visibility("default")))
@@ -92,6 +93,37 @@ MALLOC_API struct mallinfo mallinfo(void)
 }
 
 /* glibc's format, one arena, so that what parses glibc's output parses this. */
+/*
+ * SLUB_STATS=1's lines for the drop-in (slabinfo_exit.c): what the cache
+ * table and the page allocator's summary do not show, the runs of pages
+ * and the blocks mapped on their own.
+ */
+void malloc_exit_report(FILE *f)
+{
+	struct mallinfo2 m = mallinfo2();
+	struct malloc_runs_usage r;
+	struct malloc_huge_usage h;
+	char a[16], b[16], c[16], d[16];
+
+	malloc_runs_usage(&r);
+	malloc_huge_usage(&h);
+	si_size(a, sizeof(a), m.uordblks + m.hblkhd, false);
+	si_size(b, sizeof(b), m.arena + m.hblkhd, false);
+	fprintf(f, "\nmalloc: %s in use, %s backed or mapped (mallinfo2: uordblks + "
+		"hblkhd, arena + hblkhd)\n", a, b);
+	si_size(a, sizeof(a), r.bytes, false);
+	si_size(b, sizeof(b), r.free_bytes, false);
+	si_size(c, sizeof(c), r.backed_free_bytes, false);
+	fprintf(f, "runs of pages: %zu chunks of 4 MiB; %zu runs in use, %s; %zu free, %s "
+		"(%s backed, %zu pages decommitted); %zu pages released so far\n",
+		r.chunks, r.nr, a, r.free_nr, b, c, r.decommitted_pages, r.released_pages);
+	si_size(a, sizeof(a), h.bytes, false);
+	si_size(b, sizeof(b), h.max_bytes, false);
+	si_size(d, sizeof(d), h.kept_bytes, false);
+	fprintf(f, "own mappings (past 4 MiB): %zu now, %s; at most %zu, %s; %s kept "
+		"for reuse\n", h.nr, a, h.max_nr, b, d);
+}
+
 MALLOC_API void malloc_stats(void)
 {
 	struct mallinfo2 m = mallinfo2();

@@ -7,6 +7,7 @@
 #define SLUB_MALLOC_INTERNAL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "slub_internal.h"
 
@@ -187,6 +188,8 @@ bool runs_resize(void *p, size_t size);
 void runs_purge_tick(unsigned long now);
 bool runs_trim(void);
 void malloc_runs_usage(struct malloc_runs_usage *u);
+/* SLUB_STATS=1's lines for the drop-in (slabinfo_exit.c, weak there). */
+void malloc_exit_report(FILE *f);
 /* The drop-in's tests: every chunk's runs against the lists and counts. */
 unsigned long runs_check(void);
 void runs_fork_prepare(void);

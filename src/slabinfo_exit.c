@@ -2,7 +2,8 @@
 /*
  * SLUB_STATS=1: a slabinfo report on stderr at exit. The default table,
  * the activity view and the page allocator's summary, as slabinfo prints
- * them, then the record (slabinfo_record.c) from which `slabinfo -f` shows
+ * them, the drop-in malloc's own lines where it is the library, then the
+ * record (slabinfo_record.c) from which `slabinfo -f` shows
  * every view, exactly.
  * Rendered into memory and written with one write(2), so that other
  * threads' output cannot cut through it.
@@ -16,6 +17,9 @@
 #include "init.h"
 #include "report.h"
 #include "slabinfo.h"
+
+/* libslub-malloc's lines (malloc_info.c): its runs and own mappings. */
+void malloc_exit_report(FILE *f) __attribute__((weak));
 
 static int exit_report_armed;
 /*
@@ -82,6 +86,8 @@ __attribute__((destructor)) static void slabinfo_exit_report(void)
 		si_show(m, &snap, NULL, &o);
 		fputc('\n', m);
 		si_show_pages_summary(m, &snap);
+		if (malloc_exit_report)
+			malloc_exit_report(m);
 		fputc('\n', m);
 		si_record_write(m, &snap);
 		/* stderr as it is now (the program may have moved it), else the copy. */

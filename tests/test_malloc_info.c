@@ -3,8 +3,9 @@
  * glibc's accounting calls on the drop-in: mallinfo2() follows what the
  * program holds (objects by their slot size, huge blocks by their
  * mapping), mallinfo() agrees with it, and malloc_stats() and
- * malloc_info() print glibc's formats with the same figures. Linked with libslub-malloc.a, as
- * test_malloc_api.
+ * malloc_info() print glibc's formats with the same figures, and
+ * SLUB_STATS=1's exit report has the drop-in's own lines. Linked with
+ * libslub-malloc.a, as test_malloc_api.
  */
 #include <malloc.h>
 #include <stdint.h>
@@ -192,12 +193,55 @@ static void test_malloc_info_xml(void)
 	CHECK_EQ(mallopt(12345, 1), 1);
 }
 
-int main(void)
+/* The child of test_exit_report: two runs and an own mapping held at exit. */
+static int exit_report_child(void)
 {
+	char *run[3], *huge;
+
+	for (int i = 0; i < 3; i++) {
+		run[i] = malloc(opaque_size(200 * 1024));
+		if (!run[i])
+			return 1;
+		memset(run[i], i, 200 * 1024);
+	}
+	free(run[1]);
+	huge = malloc(opaque_size(HUGE));
+	if (!huge)
+		return 1;
+	memset(huge, 1, 4096);
+	return 0;	/* held: what the report at exit sees */
+}
+
+/* SLUB_STATS=1 at exit: the runs and own mappings the program holds. */
+static void test_exit_report(void)
+{
+	static char out[1 << 20];
+	char *const argv[] = { "test_malloc_info", "--exit-report", NULL };
+	int status = run_self_env(argv, "SLUB_STATS=1", out, sizeof(out));
+	const char *runs = strstr(out, "\nruns of pages: "), *own = strstr(out, "\nown mappings");
+
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(strstr(out, "\nmalloc: ") != NULL);
+	CHECK(runs != NULL && own != NULL);
+	if (!runs || !own) {
+		fputs(out, stderr);
+		return;
+	}
+#define STARTS(p, s)	(!strncmp(p, s, sizeof(s) - 1))
+	CHECK(STARTS(runs, "\nruns of pages: 1 chunks of 4 MiB; 2 runs in use, "));
+	CHECK(STARTS(own, "\nown mappings (past 4 MiB): 1 now, "));
+	CHECK(strstr(out, "slabinfo-record 1") > own);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--exit-report"))
+		return exit_report_child();
 	TEST(test_mallinfo2_objects);
 	TEST(test_mallinfo2_huge);
 	TEST(test_mallinfo_agrees);
 	TEST(test_malloc_stats);
 	TEST(test_malloc_info_xml);
+	TEST(test_exit_report);
 	return test_done();
 }
