@@ -1,6 +1,7 @@
 #!/bin/sh
 # make install works: install into a temporary prefix, then build and run a
-# consumer through pkg-config and through find_package(libslub).
+# consumer through pkg-config and through find_package(libslub), and a
+# program linked with the installed libslub-malloc.a.
 set -eu
 build=$1
 src=$2
@@ -52,10 +53,40 @@ add_executable(demo ../demo.c)
 target_link_libraries(demo libslub::slub)
 add_executable(demo_static ../demo.c)
 target_link_libraries(demo_static libslub::slub_static)
+add_executable(dropin_static ../dropin.c)
+target_link_libraries(dropin_static libslub::slub-malloc-static)
 CM
+# The drop-in linked in from libslub-malloc.a: malloc is libslub's (a
+# kmalloc class's size, and the exit report), and the program's own
+# free_pages() stays its own.
+cat > "$tmp/dropin.c" <<'C'
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+static int own;
+void free_pages(void *addr, unsigned int order)
+{
+	(void)addr;
+	(void)order;
+	own++;
+}
+int main(void)
+{
+	void *p = malloc(100);
+
+	free_pages(NULL, 0);
+	printf("%zu %d\n", malloc_usable_size(p), own);
+	free(p);
+	return 0;
+}
+C
 cmake -S "$tmp/cm" -B "$tmp/cm/b" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/cm/b" >/dev/null
 "$tmp/cm/b/demo"
 "$tmp/cm/b/demo_static"
 echo "CMake consumer (shared and static): ok"
+SLUB_STATS=1 "$tmp/cm/b/dropin_static" >"$tmp/dropin.out" 2>"$tmp/dropin.err"
+[ "$(cat "$tmp/dropin.out")" = "112 1" ] || { cat "$tmp/dropin.out"; exit 1; }
+grep -q '^libslub: SLUB_STATS report for dropin_static$' "$tmp/dropin.err"
+echo "CMake consumer of libslub-malloc.a: ok"
 echo "1 passed, 0 failed"
