@@ -120,6 +120,17 @@ extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
  */
 static int fork_registered;
 
+/*
+ * The drop-in's own __register_atfork() (malloc_vfork.c), where it is
+ * linked. A fully static program that never calls fork() does not link
+ * libc's (its fork() is what brings it in), so the drop-in's weak one is
+ * the only one there: calling it from here waited on this very lock for
+ * ever, before main(). No fork handler can run in such a program.
+ */
+extern int malloc_register_atfork_self(void (*prepare)(void), void (*parent)(void),
+				       void (*child)(void), void *dso_handle)
+	__attribute__((weak, visibility("hidden")));
+
 void slub_register_fork(void)
 {
 	static struct slub_lock lock = SLUB_LOCK_INIT;
@@ -133,7 +144,8 @@ void slub_register_fork(void)
 		       dlsym(RTLD_NEXT, "__register_atfork");
 		if (!next)	/* a static program: libc's is the one linked */
 			next = __register_atfork;
-		next(fork_prepare, fork_parent, fork_child, __dso_handle);
+		if (next != malloc_register_atfork_self)
+			next(fork_prepare, fork_parent, fork_child, __dso_handle);
 		__atomic_store_n(&fork_registered, 1, __ATOMIC_RELEASE);
 	}
 	slub_unlock(&lock);

@@ -138,12 +138,21 @@ int __register_atfork(void (*prepare)(void), void (*parent)(void),
 	slub_register_fork();
 	if (!fn) {
 		fn = (register_atfork_fn *)dlsym(RTLD_NEXT, "__register_atfork");
+		/*
+		 * None: a fully static program, which links libc's only with
+		 * its fork() (whose strong definition then takes this weak
+		 * one's place): without fork() no handler can ever run.
+		 */
 		if (!fn)
-			return ENOMEM;
+			return 0;
 		__atomic_store_n(&next, fn, __ATOMIC_RELEASE);
 	}
 	return fn(prepare, parent, child, dso_handle);
 }
+
+/* For slub_register_fork(): this function, where libc's is not linked. */
+extern register_atfork_fn malloc_register_atfork_self
+	__attribute__((alias("__register_atfork"), visibility("hidden")));
 
 /*
  * The return address waits in a register the system call keeps (%r9,
