@@ -136,7 +136,7 @@ int page_alloc_set_decommit(unsigned long on)
  * stayed locked after rounds of 2 MiB blocks freed and trimmed, against
  * none without decommitting. So it is unlocked at once.
  */
-static bool decommit_range(char *addr, size_t len)
+bool zone_close_range(void *addr, size_t len)
 {
 	if (mmap(addr, len, PROT_NONE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
@@ -184,7 +184,7 @@ bool zone_decommit(unsigned long pfn, unsigned int order)
 	if (!READ_ONCE(zone.decommit) || order < DECOMMIT_ORDER)
 		return false;
 	hi = lo + (1UL << (order - DECOMMIT_ORDER));
-	if (!runs_allow(lo, hi) || !decommit_range(chunk_addr(lo), PAGE_SIZE << order))
+	if (!runs_allow(lo, hi) || !zone_close_range(chunk_addr(lo), PAGE_SIZE << order))
 		return false;
 	chunks_closed(lo, hi);
 	pa_stat_add(PAGES_DECOMMITTED, (long)(zone.decommitted_pages - before));
@@ -215,7 +215,7 @@ static void reclose_chunks(unsigned long lo, unsigned long mask)
 
 		while (b < BITS && (mask >> b) & 1)
 			b++;
-		if (decommit_range(chunk_addr(lo + a), (b - a) << (DECOMMIT_ORDER + PAGE_SHIFT)))
+		if (zone_close_range(chunk_addr(lo + a), (b - a) << (DECOMMIT_ORDER + PAGE_SHIFT)))
 			chunks_closed(lo + a, lo + b);
 		mask &= b < BITS ? ~((1UL << b) - 1) : 0;
 	}
@@ -245,7 +245,7 @@ static bool open_chunks(unsigned long lo, unsigned long hi)
 			;
 		before = (long)runs_near(c, end, -1);
 		if (!zone_open_range(chunk_addr(c), (end - c) << (DECOMMIT_ORDER + PAGE_SHIFT))) {
-			decommit_range(chunk_addr(c), (end - c) << (DECOMMIT_ORDER + PAGE_SHIFT));
+			zone_close_range(chunk_addr(c), (end - c) << (DECOMMIT_ORDER + PAGE_SHIFT));
 			reclose_chunks(lo, opened);
 			return false;
 		}

@@ -326,20 +326,15 @@ static void mark_closed(struct page *head, unsigned long lo, unsigned long hi, b
 }
 
 /*
- * Decommit [lo, hi) of the chunk, just released. Under mlockall(MCL_FUTURE)
- * the new mapping is born locked: unlocked at once (decommit.c says why).
- * False leaves it released and open, which is always correct.
+ * Decommit [lo, hi) of the chunk, just released, as the page allocator
+ * does its blocks (zone_close_range()). False leaves it released and
+ * open, which is always correct.
  */
 static bool close_pages(struct page *head, unsigned long lo, unsigned long hi)
 {
-	void *addr = page_address(head + lo);
-	size_t len = (hi - lo) << PAGE_SHIFT;
-
 	if (runs_closed_stretches + 1 > RUNS_CLOSED_MAX + stretches_near(head, lo, hi) ||
-	    mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-		 -1, 0) == MAP_FAILED)
+	    !zone_close_range(page_address(head + lo), (hi - lo) << PAGE_SHIFT))
 		return false;
-	munlock(addr, len);
 	mark_closed(head, lo, hi, true);
 	return true;
 }

@@ -24,6 +24,11 @@ bool zone_open_block(unsigned long pfn);
  * mlockall()); false if the system will not commit the memory.
  */
 bool zone_open_range(void *addr, size_t len);
+/*
+ * The reverse, for memory given back: a mapping without access in its
+ * place, not charged (decommit.c); false if the system refused.
+ */
+bool zone_close_range(void *addr, size_t len);
 
 /*
  * Decommitting (decommit.c; zone->lock held): zone_decommit() after a
