@@ -20,7 +20,7 @@ set -eu
 
 cc=$1 objcopy=$2 readelf=$3 out=$4 archive=$5 dynlist=${6:-}
 tmp=$out.tmp
-trap 'rm -f "$tmp".o "$tmp".l.o "$tmp".pub "$tmp".keep' EXIT
+trap 'rm -f "$tmp".o "$tmp".l.o "$tmp".out.o "$tmp".pub "$tmp".keep' EXIT
 
 "$cc" -r -nostdlib -o "$tmp.o" -Wl,--whole-archive "$archive" -Wl,--no-whole-archive
 
@@ -60,4 +60,7 @@ adds=$("$readelf" -SW "$tmp.o" | sed -n 's/^ *\[ *\([0-9]*\)\] \([^ ]*\) .*/\1 \
 		}
 	}')
 # shellcheck disable=SC2086
-"$objcopy" $adds "$tmp.l.o" "$out"
+"$objcopy" $adds "$tmp.l.o" "$tmp.out.o"
+# Only a whole object takes OUT's place: a failed step leaves none to
+# look up to date.
+mv "$tmp.out.o" "$out"
