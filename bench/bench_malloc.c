@@ -570,14 +570,22 @@ static void run_one(unsigned int w, unsigned int a)
 
 /* ---- Report ---------------------------------------------------------------- */
 
+/* The median of n values (sorted in place); 0 if none. */
+static double median(double *v, unsigned int n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static double med(const struct result *r, bool rss)
 {
 	double v[MAX_REPS];
 
 	for (unsigned int i = 0; i < r->n; i++)
 		v[i] = rss ? (double)r->s[i].hwm_kb : r->s[i].mops;
-	qsort(v, r->n, sizeof(v[0]), cmp_double);
-	return r->n & 1 ? v[r->n / 2] : (v[r->n / 2 - 1] + v[r->n / 2]) / 2;
+	return median(v, r->n);
 }
 
 /* The best peer (never libslub): highest throughput or lowest RSS; -1 if none. */
@@ -616,7 +624,7 @@ static double paired_ratio(unsigned int w, bool rss, double *lo, double *hi)
 {
 	const struct result *l = &results[w][A_SLUB];
 	int b = best_peer(w, rss);
-	double v[MAX_REPS];
+	double v[MAX_REPS], mid;
 	unsigned int n;
 
 	if (b < 0 || !l->ran || l->failed[0])
@@ -629,10 +637,10 @@ static double paired_ratio(unsigned int w, bool rss, double *lo, double *hi)
 
 		v[i] = rss ? (double)x->hwm_kb / (double)y->hwm_kb : x->mops / y->mops;
 	}
-	qsort(v, n, sizeof(v[0]), cmp_double);
+	mid = median(v, n);
 	*lo = v[0];
 	*hi = v[n - 1];
-	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return mid;
 }
 
 static bool col_on(unsigned int a)
@@ -675,15 +683,6 @@ static void print_table(bool rss)
 		}
 		printf(" %10s\n", b < 0 ? "-" : alloc_name[b]);
 	}
-}
-
-/* The median of n values (sorted in place); 0 if none. */
-static double median(double *v, unsigned int n)
-{
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof(v[0]), cmp_double);
-	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /*
