@@ -52,6 +52,28 @@
 typedef const void *nothrow_ref;
 typedef size_t align_val;
 
+/* Declared here: C has no header for them. */
+void *_Znwm(size_t size);
+void *_Znam(size_t size);
+void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt);
+void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt);
+void *_ZnwmSt11align_val_t(size_t size, align_val align);
+void *_ZnamSt11align_val_t(size_t size, align_val align);
+void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, align_val align, nothrow_ref nt);
+void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, align_val align, nothrow_ref nt);
+void _ZdlPv(void *p);
+void _ZdaPv(void *p);
+void _ZdlPvm(void *p, size_t size);
+void _ZdaPvm(void *p, size_t size);
+void _ZdlPvRKSt9nothrow_t(void *p, nothrow_ref nt);
+void _ZdaPvRKSt9nothrow_t(void *p, nothrow_ref nt);
+void _ZdlPvSt11align_val_t(void *p, align_val align);
+void _ZdaPvSt11align_val_t(void *p, align_val align);
+void _ZdlPvmSt11align_val_t(void *p, size_t size, align_val align);
+void _ZdaPvmSt11align_val_t(void *p, size_t size, align_val align);
+void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, align_val align, nothrow_ref nt);
+void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, align_val align, nothrow_ref nt);
+
 /* Every operator this file defines. */
 enum cxx_op {
 	NEW, NEW_ARRAY, NEW_NOTHROW, NEW_ARRAY_NOTHROW,
@@ -63,31 +85,39 @@ enum cxx_op {
 	NR_CXX_OPS
 };
 
+/*
+ * Each operator's symbol, the operator its default calls (-1: none), and
+ * the operator as the program's calls bind to it: this file's definition,
+ * or one of the program's that took its place.
+ */
 static const struct {
 	const char *symbol;
-	int calls;	/* the operator its default calls; -1: none */
+	int calls;
+	void *linked;
 } cxx_ops[NR_CXX_OPS] = {
-	[NEW]				= { "_Znwm", -1 },
-	[NEW_ARRAY]			= { "_Znam", NEW },
-	[NEW_NOTHROW]			= { "_ZnwmRKSt9nothrow_t", NEW },
-	[NEW_ARRAY_NOTHROW]		= { "_ZnamRKSt9nothrow_t", NEW_ARRAY },
-	[NEW_ALIGNED]			= { "_ZnwmSt11align_val_t", -1 },
-	[NEW_ARRAY_ALIGNED]		= { "_ZnamSt11align_val_t", NEW_ALIGNED },
-	[NEW_ALIGNED_NOTHROW]		= { "_ZnwmSt11align_val_tRKSt9nothrow_t", NEW_ALIGNED },
-	[NEW_ARRAY_ALIGNED_NOTHROW]	= { "_ZnamSt11align_val_tRKSt9nothrow_t", NEW_ARRAY_ALIGNED },
-	[DELETE]			= { "_ZdlPv", -1 },
-	[DELETE_ARRAY]			= { "_ZdaPv", DELETE },
-	[DELETE_SIZED]			= { "_ZdlPvm", DELETE },
-	[DELETE_ARRAY_SIZED]		= { "_ZdaPvm", DELETE_ARRAY },
-	[DELETE_NOTHROW]		= { "_ZdlPvRKSt9nothrow_t", DELETE },
-	[DELETE_ARRAY_NOTHROW]		= { "_ZdaPvRKSt9nothrow_t", DELETE_ARRAY },
-	[DELETE_ALIGNED]		= { "_ZdlPvSt11align_val_t", -1 },
-	[DELETE_ARRAY_ALIGNED]		= { "_ZdaPvSt11align_val_t", DELETE_ALIGNED },
-	[DELETE_SIZED_ALIGNED]		= { "_ZdlPvmSt11align_val_t", DELETE_ALIGNED },
-	[DELETE_ARRAY_SIZED_ALIGNED]	= { "_ZdaPvmSt11align_val_t", DELETE_ARRAY_ALIGNED },
-	[DELETE_ALIGNED_NOTHROW]	= { "_ZdlPvSt11align_val_tRKSt9nothrow_t", DELETE_ALIGNED },
-	[DELETE_ARRAY_ALIGNED_NOTHROW]	= { "_ZdaPvSt11align_val_tRKSt9nothrow_t",
-					    DELETE_ARRAY_ALIGNED },
+#define OP(op, sym, calls)	[op] = { #sym, calls, (void *)sym }
+	OP(NEW, _Znwm, -1),
+	OP(NEW_ARRAY, _Znam, NEW),
+	OP(NEW_NOTHROW, _ZnwmRKSt9nothrow_t, NEW),
+	OP(NEW_ARRAY_NOTHROW, _ZnamRKSt9nothrow_t, NEW_ARRAY),
+	OP(NEW_ALIGNED, _ZnwmSt11align_val_t, -1),
+	OP(NEW_ARRAY_ALIGNED, _ZnamSt11align_val_t, NEW_ALIGNED),
+	OP(NEW_ALIGNED_NOTHROW, _ZnwmSt11align_val_tRKSt9nothrow_t, NEW_ALIGNED),
+	OP(NEW_ARRAY_ALIGNED_NOTHROW, _ZnamSt11align_val_tRKSt9nothrow_t, NEW_ARRAY_ALIGNED),
+	OP(DELETE, _ZdlPv, -1),
+	OP(DELETE_ARRAY, _ZdaPv, DELETE),
+	OP(DELETE_SIZED, _ZdlPvm, DELETE),
+	OP(DELETE_ARRAY_SIZED, _ZdaPvm, DELETE_ARRAY),
+	OP(DELETE_NOTHROW, _ZdlPvRKSt9nothrow_t, DELETE),
+	OP(DELETE_ARRAY_NOTHROW, _ZdaPvRKSt9nothrow_t, DELETE_ARRAY),
+	OP(DELETE_ALIGNED, _ZdlPvSt11align_val_t, -1),
+	OP(DELETE_ARRAY_ALIGNED, _ZdaPvSt11align_val_t, DELETE_ALIGNED),
+	OP(DELETE_SIZED_ALIGNED, _ZdlPvmSt11align_val_t, DELETE_ALIGNED),
+	OP(DELETE_ARRAY_SIZED_ALIGNED, _ZdaPvmSt11align_val_t, DELETE_ARRAY_ALIGNED),
+	OP(DELETE_ALIGNED_NOTHROW, _ZdlPvSt11align_val_tRKSt9nothrow_t, DELETE_ALIGNED),
+	OP(DELETE_ARRAY_ALIGNED_NOTHROW, _ZdaPvSt11align_val_tRKSt9nothrow_t,
+	   DELETE_ARRAY_ALIGNED),
+#undef OP
 };
 
 /* ---- The program's own operators ------------------------------------------------ */
@@ -123,35 +153,155 @@ static bool forwarded(enum cxx_op op)
 /* ---- libstdc++'s operators --------------------------------------------------------- */
 
 static void *libstdcxx_fn[NR_CXX_OPS];
+#define NO_LIBSTDCXX_FN	((void *)1)
+typedef void *dlopen_fn(const char *file, int mode);
+
+/*
+ * Whether the program has the dynamic loader's symbol tables to look
+ * in: not when it was linked -static, as ld defines _DYNAMIC only in an
+ * object with a dynamic section. There, a failed dlsym() would only
+ * allocate its error message.
+ */
+extern const char _DYNAMIC[] __attribute__((weak));
+
+static inline bool dynamic_symbols(void)
+{
+	return _DYNAMIC != NULL;
+}
 
 /*
  * libstdc++'s definition of op: the next after this one when the drop-in
  * is preloaded or linked into the program. A program that loaded
  * libstdc++ only within a library it opened RTLD_LOCAL has it outside that
- * search; dlopen with RTLD_NOLOAD finds it there.
+ * search; dlopen with RTLD_NOLOAD finds it there. NULL in a fully static
+ * program: its libstdc++.a operators are the ones this file's took the
+ * place of (cxx_default() does their work).
  */
 static __noinline void *libstdcxx_operator(enum cxx_op op)
 {
 	void *fn = __atomic_load_n(&libstdcxx_fn[op], __ATOMIC_ACQUIRE);
+	dlopen_fn *opener;
 	void *h;
 
 	if (likely(fn))
-		return fn;
-	fn = dlsym(RTLD_NEXT, cxx_ops[op].symbol);
-	if (!fn) {
-		h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		return fn != NO_LIBSTDCXX_FN ? fn : NULL;
+	fn = dynamic_symbols() ? dlsym(RTLD_NEXT, cxx_ops[op].symbol) : NULL;
+	/*
+	 * dlopen looked up, not linked: in a fully static program, whose
+	 * lookup finds nothing, linking it costs a warning from ld that the
+	 * program needs glibc's shared libraries at run time.
+	 */
+	opener = fn || !dynamic_symbols() ? NULL :
+		 (dlopen_fn *)dlsym(RTLD_DEFAULT, "dlopen");
+	if (opener) {
+		h = opener("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
 		if (h) {
 			fn = dlsym(h, cxx_ops[op].symbol);
 			dlclose(h);
 		}
 	}
-	if (!fn) {
-		slub_pr_err("libslub-malloc: %s needs libstdc++'s, and there is "
-			    "no libstdc++\n", cxx_ops[op].symbol);
-		abort();
-	}
-	__atomic_store_n(&libstdcxx_fn[op], fn, __ATOMIC_RELEASE);
+	/* A static program has none to find, now or later: not looked for again. */
+	if (fn || !dynamic_symbols())
+		__atomic_store_n(&libstdcxx_fn[op], fn ? fn : NO_LIBSTDCXX_FN,
+				 __ATOMIC_RELEASE);
 	return fn;
+}
+
+/*
+ * What of libstdc++ the defaults below need, weak: a C program never
+ * links libstdc++ for them. In a static C++ program, get_new_handler() is
+ * there if the program ever set a handler (both live in one object of
+ * libstdc++.a), __throw_bad_alloc() with nearly any use of the standard
+ * library (std::vector, std::string: the object of the __throw_*
+ * functions), and std::bad_alloc's type, vtable and destructor wherever
+ * something catches it.
+ */
+typedef void (*new_handler_fn)(void);
+extern new_handler_fn _ZSt15get_new_handlerv(void) __attribute__((weak));
+extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn));
+extern void *__cxa_allocate_exception(size_t size) __attribute__((weak));
+extern void __cxa_throw(void *exception, void *type, void (*destructor)(void *))
+	__attribute__((weak, noreturn));
+extern char _ZTISt9bad_alloc[] __attribute__((weak));
+extern void *_ZTVSt9bad_alloc[] __attribute__((weak));
+extern void _ZNSt9bad_allocD1Ev(void *self) __attribute__((weak));
+
+/* throw std::bad_alloc(), as g++ compiles it, with what the program has. */
+static __attribute__((noreturn)) void throw_bad_alloc(enum cxx_op op)
+{
+	void **e;
+
+	if (_ZSt17__throw_bad_allocv)
+		_ZSt17__throw_bad_allocv();
+	if (__cxa_allocate_exception && __cxa_throw && _ZTISt9bad_alloc &&
+	    _ZTVSt9bad_alloc && _ZNSt9bad_allocD1Ev) {
+		e = __cxa_allocate_exception(sizeof(void *));
+		/* The vtable's functions start after its offset and its type. */
+		*e = &_ZTVSt9bad_alloc[2];
+		__cxa_throw(e, _ZTISt9bad_alloc, _ZNSt9bad_allocD1Ev);
+	}
+	slub_pr_err("libslub-malloc: %s: out of memory, and std::bad_alloc is not "
+		    "linked into this program to be thrown\n", cxx_ops[op].symbol);
+	abort();
+}
+
+/*
+ * What libstdc++'s default new of op does, where it is not there to do
+ * it. The forms defined through another call that one, as the program's
+ * calls bind to it (cxx_ops[].linked): the program's, or the next in the
+ * chain. operator new(size_t) and its aligned form ask malloc (or
+ * aligned_alloc) again, calling the new_handler after each failure while
+ * there is one, then throw std::bad_alloc; the nothrow forms return NULL.
+ * One difference remains: libstdc++'s nothrow forms catch an exception
+ * from the new_handler or from the program's operator new and return
+ * NULL; C cannot catch it, and it reaches the noexcept caller, which
+ * calls std::terminate().
+ */
+static void *new_default(enum cxx_op op, size_t size, size_t align, nothrow_ref nt,
+			 unsigned long caller)
+{
+	int calls = cxx_ops[op].calls;
+	void *fn = calls >= 0 ? cxx_ops[calls].linked : NULL;
+	bool nothrow = nt != NULL;
+	new_handler_fn handler;
+	void *p;
+
+	if (fn && (!nothrow || forwarded(op)))
+		return calls < NEW_ALIGNED ? ((void *(*)(size_t))fn)(size) :
+		       ((void *(*)(size_t, align_val))fn)(size, align);
+	if (op >= NEW_ALIGNED && (!align || (align & (align - 1))))
+		goto fail;
+	for (;;) {
+		p = op < NEW_ALIGNED ? slub_malloc_slow(size, GFP_KERNEL, caller) :
+		    slub_aligned(align, size ? size : 1, caller);
+		if (p)
+			return p;
+		handler = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : NULL;
+		if (!handler)
+			break;
+		handler();
+	}
+fail:
+	if (nothrow)
+		return NULL;
+	throw_bad_alloc(op);
+}
+
+/*
+ * What libstdc++'s default delete of op does, where it is not there:
+ * calls the one its default calls, as the program's calls bind to it. a
+ * and b as delete_slow() has them.
+ */
+static void delete_default(enum cxx_op op, void *p, size_t a, size_t b)
+{
+	int calls = cxx_ops[op].calls;
+	void *fn = cxx_ops[calls].linked;
+	bool sized = op == DELETE_SIZED_ALIGNED || op == DELETE_ARRAY_SIZED_ALIGNED;
+
+	if (calls == DELETE || calls == DELETE_ARRAY)
+		((void (*)(void *))fn)(p);
+	else
+		((void (*)(void *, align_val))fn)(p, sized ? b : a);
 }
 
 /* ---- new ---------------------------------------------------------------------------- */
@@ -179,6 +329,8 @@ static __noinline void *new_slow(enum cxx_op op, size_t size, size_t align,
 	}
 
 	fn = libstdcxx_operator(op);
+	if (!fn)
+		return new_default(op, size, align, nt, caller);
 	switch (op) {
 	case NEW:
 	case NEW_ARRAY:
@@ -193,16 +345,6 @@ static __noinline void *new_slow(enum cxx_op op, size_t size, size_t align,
 		return ((void *(*)(size_t, align_val, nothrow_ref))fn)(size, align, nt);
 	}
 }
-
-/* Declared here: C has no header for them. */
-void *_Znwm(size_t size);
-void *_Znam(size_t size);
-void *_ZnwmRKSt9nothrow_t(size_t size, nothrow_ref nt);
-void *_ZnamRKSt9nothrow_t(size_t size, nothrow_ref nt);
-void *_ZnwmSt11align_val_t(size_t size, align_val align);
-void *_ZnamSt11align_val_t(size_t size, align_val align);
-void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, align_val align, nothrow_ref nt);
-void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, align_val align, nothrow_ref nt);
 
 /* operator new(size_t): malloc's fast path, or the tail call. */
 CXX_API void *_Znwm(size_t size)
@@ -304,6 +446,10 @@ static __noinline void delete_slow(enum cxx_op op, void *p, size_t a, size_t b)
 		return;
 	}
 	fn = libstdcxx_operator(op);
+	if (!fn) {
+		delete_default(op, p, a, b);
+		return;
+	}
 	switch (op) {
 	case DELETE_ARRAY:
 		((void (*)(void *))fn)(p);
@@ -326,19 +472,6 @@ static __noinline void delete_slow(enum cxx_op op, void *p, size_t a, size_t b)
 		break;
 	}
 }
-
-void _ZdlPv(void *p);
-void _ZdaPv(void *p);
-void _ZdlPvm(void *p, size_t size);
-void _ZdaPvm(void *p, size_t size);
-void _ZdlPvRKSt9nothrow_t(void *p, nothrow_ref nt);
-void _ZdaPvRKSt9nothrow_t(void *p, nothrow_ref nt);
-void _ZdlPvSt11align_val_t(void *p, align_val align);
-void _ZdaPvSt11align_val_t(void *p, align_val align);
-void _ZdlPvmSt11align_val_t(void *p, size_t size, align_val align);
-void _ZdaPvmSt11align_val_t(void *p, size_t size, align_val align);
-void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, align_val align, nothrow_ref nt);
-void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, align_val align, nothrow_ref nt);
 
 /* operator delete(void *), as free() */
 CXX_API void _ZdlPv(void *p)
@@ -444,7 +577,11 @@ static __noinline unsigned int look_at_operators(void)
 	unsigned int state = CXX_LOOKED, theirs = 0;
 
 	for (unsigned int op = 0; op < NR_CXX_OPS; op++) {
-		void *fn = dlsym(RTLD_DEFAULT, cxx_ops[op].symbol);
+		void *fn = dynamic_symbols() ? dlsym(RTLD_DEFAULT, cxx_ops[op].symbol) : NULL;
+
+		/* As linked, in a program with no dynamic symbols to look up. */
+		if (!fn)
+			fn = cxx_ops[op].linked;
 
 		if (fn && fn != our_ops[op])
 			theirs |= 1U << op;

@@ -15,6 +15,9 @@
  * malloc_replaced_static is the same program linked with libslub-malloc.a
  * (run with --static): there the drop-in's operators are weak, and the
  * program's two take their place without a "multiple definition" error.
+ * malloc_replaced_fully_static is linked -static (run with
+ * --fully-static): it has no dynamic symbols for the drop-in to tell its
+ * operators by, nor for this program to look up.
  *
  * Prints "malloc_replaced: ok" and exits 0, or says what was wrong.
  */
@@ -101,10 +104,14 @@ static bool in_slub(const char *symbol, bool linked)
 
 int main(int argc, char **argv)
 {
-	bool linked = argc > 1 && !strcmp(argv[1], "--static");
+	bool fully = argc > 1 && !strcmp(argv[1], "--fully-static");
+	bool linked = fully || (argc > 1 && !strcmp(argv[1], "--static"));
 
-	expect(in_slub("malloc", linked), "malloc is not libslub-malloc's");
-	expect(in_slub("_ZdlPvm", linked), "the sized delete is not libslub-malloc's");
+	if (!fully) {
+		expect(in_slub("malloc", linked), "malloc is not libslub-malloc's");
+		expect(in_slub("_ZdlPvm", linked),
+		       "the sized delete is not libslub-malloc's");
+	}
 
 	delete hide(new plain());			/* sized delete */
 	delete[] hide(new int[100]);			/* new[], delete[] */
