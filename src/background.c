@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "init.h"
+#include "nocancel.h"
 #include "page_alloc.h"
 #include "report.h"
 #include "slub_internal.h"
@@ -123,21 +124,25 @@ static int bg_start_locked(void)
 static void bg_stop_locked(bool at_exit)
 {
 	struct timespec until;
+	int cs, err = 0;
 
 	/* Not in a vfork child: the thread is its parent's. */
 	if (!bg.running || bg.pid != getpid())
 		return;
 	__atomic_store_n(&bg.stop, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &bg.stop, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	/* A join is a cancellation point, and bg.lock is held (nocancel.h). */
+	cs = cancel_off();
 	if (at_exit) {
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += 2;
-		if (pthread_timedjoin_np(bg.thread, NULL, &until))
-			return;
+		err = pthread_timedjoin_np(bg.thread, NULL, &until);
 	} else {
 		pthread_join(bg.thread, NULL);
 	}
-	bg.running = 0;
+	cancel_restore(cs);
+	if (!err)
+		bg.running = 0;
 }
 
 /* Start or stop the thread as policy/background_thread says. */

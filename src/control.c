@@ -32,6 +32,7 @@
 #include "control.h"
 #include "init.h"
 #include "lock.h"
+#include "nocancel.h"
 #include "report.h"
 #include "slabinfo.h"
 #include "sysfs.h"
@@ -421,7 +422,7 @@ static int start_thread(void)
 	return -ret;
 }
 
-int slub_control_start(void)
+static int control_start(void)
 {
 	int ret = slub_init();
 
@@ -467,7 +468,7 @@ int slub_control_start(void)
 	return ret;
 }
 
-void slub_control_stop(void)
+static void control_stop(void)
 {
 	pthread_t thread;
 
@@ -491,6 +492,28 @@ void slub_control_stop(void)
 	ctl.path[0] = '\0';
 	ctl.state = CTL_STOPPED;
 	slub_unlock(&ctl.lock);
+}
+
+/*
+ * Both hold cancellation off (nocancel.h): connect, close, write and the
+ * join would act on a pending cancellation with ctl.lock held, or leave
+ * the thread STOPPING for ever.
+ */
+int slub_control_start(void)
+{
+	int cs = cancel_off();
+	int ret = control_start();
+
+	cancel_restore(cs);
+	return ret;
+}
+
+void slub_control_stop(void)
+{
+	int cs = cancel_off();
+
+	control_stop();
+	cancel_restore(cs);
 }
 
 int slub_control_path(char *buf, size_t size)

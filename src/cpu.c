@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "nocancel.h"
 #include "percpu.h"
 
 struct slub_cpus slub_cpus;
@@ -78,11 +79,11 @@ static int read_cpulist(const char *name, unsigned int *max_cpu)
 	for (size_t i = 0; name[i] && plen < sizeof(path) - 1; i++)
 		path[plen++] = name[i];
 	path[plen] = '\0';
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_nocancel(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = read_nocancel(fd, buf, sizeof(buf) - 1);
+	close_nocancel(fd);
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';

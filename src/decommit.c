@@ -36,6 +36,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "nocancel.h"
 #include "page_alloc.h"
 #include "report.h"
 
@@ -85,14 +86,14 @@ static unsigned long runs_near(unsigned long lo, unsigned long hi, int as)
  */
 static int overcommit_mode(void)
 {
-	int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+	int fd = open_nocancel("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
 	char c = 0;
 
 	if (fd < 0)
 		return -1;
-	if (read(fd, &c, 1) != 1)
+	if (read_nocancel(fd, &c, 1) != 1)
 		c = 0;
-	close(fd);
+	close_nocancel(fd);
 	return c >= '0' && c <= '9' ? c - '0' : -1;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "nocancel.h"
 #include "report.h"
 
 extern char *program_invocation_short_name;
@@ -40,7 +41,7 @@ void slub_pr_err(const char *fmt, ...)
 	va_end(ap);
 	if (n > (int)sizeof(buf) - 1)
 		n = (int)sizeof(buf) - 1;
-	if (n > 0 && write(STDERR_FILENO, buf, (size_t)n) < 0)
+	if (n > 0 && write_nocancel(STDERR_FILENO, buf, (size_t)n) < 0)
 		(void)0;	/* nowhere left to report to */
 	errno = saved;
 }
