@@ -181,7 +181,7 @@ unsigned long background_thread_ticks(void)
 }
 
 /* The library is up: start the thread SLUB_CONFIG asked for. */
-void background_thread_init(void)
+__startup void background_thread_init(void)
 {
 	int ret;
 

@@ -23,10 +23,12 @@
 #define __internal	__attribute__((visibility("hidden")))
 
 /*
- * Run at every start-up, in a file whose other code a process may never
- * run (sysfs, validate, control): ld places .text.hot input sections
- * before all other text, with the allocation paths, so that fault-around
- * need not map the cold code's pages into every process.
+ * Run in every process, at start-up or on a path every process takes (a
+ * purge tick's quick return), in a file whose other code a process may
+ * never run (sysfs, validate, control, runs, huge blocks): ld places
+ * .text.hot input sections before all other text, with the allocation
+ * paths, so that fault-around need not map the cold code's pages into
+ * every process.
  */
 #define __startup	__attribute__((section(".text.hot.slub_startup")))
 

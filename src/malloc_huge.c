@@ -275,7 +275,7 @@ static void huge_unmap_all(const struct huge_kept *k, unsigned int n)
  * kept blocks age even while the program makes no huge malloc or free.
  * Once the oldest is due; the lock only tried, a busy one is in use.
  */
-void malloc_purge_tick(unsigned long now)
+__startup void malloc_purge_tick(unsigned long now)
 {
 	struct huge_kept gone[HUGE_KEEP_NR + 1];
 	unsigned int n;

@@ -637,7 +637,7 @@ static unsigned long runs_release(bool all, unsigned long now, unsigned int budg
 }
 
 /* From the page allocator's purge tick (malloc_purge_tick()). */
-void runs_purge_tick(unsigned long now)
+__startup void runs_purge_tick(unsigned long now)
 {
 	unsigned long oldest = __atomic_load_n(&runs_oldest, __ATOMIC_RELAXED);
 	int delay = page_alloc_purge_delay();
