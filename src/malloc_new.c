@@ -175,7 +175,7 @@ static inline bool dynamic_symbols(void)
  * libstdc++ only within a library it opened RTLD_LOCAL has it outside that
  * search; dlopen with RTLD_NOLOAD finds it there. NULL in a fully static
  * program: its libstdc++.a operators are the ones this file's took the
- * place of (cxx_default() does their work).
+ * place of (new_default() and delete_default() do their work).
  */
 static __noinline void *libstdcxx_operator(enum cxx_op op)
 {
@@ -257,12 +257,12 @@ static __attribute__((noreturn)) void throw_bad_alloc(enum cxx_op op)
  * NULL; C cannot catch it, and it reaches the noexcept caller, which
  * calls std::terminate().
  */
-static void *new_default(enum cxx_op op, size_t size, size_t align, nothrow_ref nt,
-			 unsigned long caller)
+static void *new_default(enum cxx_op op, size_t size, size_t align, unsigned long caller)
 {
 	int calls = cxx_ops[op].calls;
 	void *fn = calls >= 0 ? cxx_ops[calls].linked : NULL;
-	bool nothrow = nt != NULL;
+	bool nothrow = op == NEW_NOTHROW || op == NEW_ARRAY_NOTHROW ||
+		       op == NEW_ALIGNED_NOTHROW || op == NEW_ARRAY_ALIGNED_NOTHROW;
 	new_handler_fn handler;
 	void *p;
 
@@ -330,7 +330,7 @@ static __noinline void *new_slow(enum cxx_op op, size_t size, size_t align,
 
 	fn = libstdcxx_operator(op);
 	if (!fn)
-		return new_default(op, size, align, nt, caller);
+		return new_default(op, size, align, caller);
 	switch (op) {
 	case NEW:
 	case NEW_ARRAY:
