@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "init.h"
+#include "nocancel.h"
 #include "report.h"
 #include "slabinfo.h"
 
@@ -47,7 +48,7 @@ static bool write_all(int fd, const char *buf, size_t len)
 	bool wrote = false;
 
 	while (len) {
-		ssize_t n = write(fd, buf, len);
+		ssize_t n = write_nocancel(fd, buf, len);
 
 		if (n <= 0)
 			return wrote;	/* nowhere left to report to */
