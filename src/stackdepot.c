@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include <slub.h>
 
@@ -121,6 +122,40 @@ unsigned int stack_depot_fetch(const struct depot_stack *stack,
 	return stack->nr;
 }
 
+/*
+ * Whether the unwinder may run. A program without a dynamic loader
+ * (-static, -static-pie) makes its first mallocs from inside libc's
+ * start-up (_dl_non_dynamic_init(), _dl_find_object_init()), before its
+ * unwind tables can be found: libgcc's unwinder aborted the process in
+ * uw_init_context_1(), or faulted in _dl_find_object(), under any
+ * SLUB_DEBUG. There no stack is taken until the program's constructors
+ * run (libc is set up by then, and crtbeginT.o's, which registers a
+ * static program's unwind tables, runs ahead of this object's), nor once
+ * its destructors do: crtbeginT.o's, which runs after this object's,
+ * frees the tables' index with libgcc's lock held, and a stack taken for
+ * that free waited on the lock for ever. Where a dynamic loader ran
+ * (AT_BASE), libc was set up before any malloc.
+ */
+static int unwind_ready;
+
+__attribute__((constructor)) static void stack_unwind_ready(void)
+{
+	__atomic_store_n(&unwind_ready, 1, __ATOMIC_RELEASE);
+}
+
+__attribute__((destructor)) static void stack_unwind_done(void)
+{
+	if (!getauxval(AT_BASE))
+		__atomic_store_n(&unwind_ready, 0, __ATOMIC_RELEASE);
+}
+
+static bool can_unwind(void)
+{
+	if (likely(__atomic_load_n(&unwind_ready, __ATOMIC_ACQUIRE)))
+		return true;
+	return getauxval(AT_BASE) != 0;
+}
+
 unsigned int stack_capture(unsigned long *entries, unsigned int max,
 			   unsigned long from)
 {
@@ -128,7 +163,7 @@ unsigned int stack_capture(unsigned long *entries, unsigned int max,
 	int n, start = 1, i;
 	unsigned int nr = 0;
 
-	if (in_capture)
+	if (in_capture || !can_unwind())
 		return 0;
 	in_capture = 1;
 	n = backtrace(frames, (int)ARRAY_SIZE(frames));
@@ -148,7 +183,8 @@ void stack_warmup(void)
 {
 	void *frames[2];
 
-	if (likely(__atomic_load_n(&warmed_up, __ATOMIC_ACQUIRE)) || in_capture)
+	if (likely(__atomic_load_n(&warmed_up, __ATOMIC_ACQUIRE)) || in_capture ||
+	    !can_unwind())
 		return;
 	in_capture = 1;
 	backtrace(frames, 2);

@@ -26,6 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+
+/* libslub-malloc's, where it is linked in; NULL otherwise. */
+extern int slub_sysfs_write(const char *path, const char *value) __attribute__((weak));
+
 /* Hide a size from what the compiler knows about malloc. */
 static size_t hide(size_t n)
 {
@@ -138,6 +142,8 @@ int main(int argc, char **argv)
 		release_node(n);
 		printf("%ld\n", count_nodes(n));
 		*(void **)&sysfs_write = dlsym(RTLD_DEFAULT, "slub_sysfs_write");
+		if (!sysfs_write)	/* linked -static: no dynamic symbols */
+			sysfs_write = slub_sysfs_write;
 		if (sysfs_write)
 			sysfs_write("slab/kmalloc-64/validate", "1");
 	} else if (!strcmp(what, "unchecked")) {

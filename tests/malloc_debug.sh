@@ -6,6 +6,11 @@
 # no report: the checks are slub_debug's.
 #
 #   malloc_debug.sh LIBSLUB_MALLOC_SO MALLOC_BUGGY
+#   malloc_debug.sh --static MALLOC_BUGGY_STATIC
+#
+# The second form runs malloc_buggy linked -static with libslub-malloc.a:
+# the same reports, with addresses where a dynamic program has names (a
+# static program has no dynamic symbols for dladdr()).
 set -u
 lib=$1
 buggy=$2
@@ -14,7 +19,16 @@ trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
 
-case $lib in /*) ;; *) lib=$(pwd)/$lib ;; esac
+if [ "$lib" = --static ]; then
+	lib=
+else
+	case $lib in /*) ;; *) lib=$(pwd)/$lib ;; esac
+fi
+
+# at FUNCTION: how a report names a place in FUNCTION.
+at() {
+	if [ -n "$lib" ]; then echo "$1+0x"; else echo "0x"; fi
+}
 # The reports below name kmalloc-64 and kmalloc-128: the kernel's classes.
 SLUB_KMALLOC_CLASSES=kernel
 export SLUB_KMALLOC_CLASSES
@@ -75,7 +89,7 @@ expect overrun "a one-byte heap overrun: kmalloc red zone, dup_upper named" \
 	"[kmalloc Redzone overwritten] 0x" \
 	"First byte 0x0 instead of 0xcc" \
 	"BUG kmalloc-16 (Not tainted): Object corrupt" \
-	"Allocated in dup_upper+0x" \
+	"Allocated in $(at dup_upper)" \
 	"Call Trace:" \
 	"FIX kmalloc-16: Restoring kmalloc Redzone 0x"
 run overrun0 "" overrun
@@ -84,7 +98,7 @@ no_report overrun0 "the overrun without SLUB_DEBUG: unnoticed" LIBSLUB
 run double FZPU double
 expect double "a double free: reported once, the program goes on" freed \
 	"BUG kmalloc-128 (Not tainted): Object already free" \
-	"Freed in forget_twice+0x" \
+	"Freed in $(at forget_twice)" \
 	"FIX kmalloc-128: Object at 0x"
 if [ "$(grep -c '^BUG' "$tmp/double.err")" != 1 ]; then
 	failed=$((failed + 1))
@@ -96,7 +110,7 @@ run uaf FZPU uaf
 expect uaf "a write after free: poison, release_node named" 7740398493674204012 \
 	"[Poison overwritten] 0x" \
 	"BUG kmalloc-64 (Not tainted): Object corrupt" \
-	"Freed in release_node+0x" \
+	"Freed in $(at release_node)" \
 	"FIX kmalloc-64: Restoring Poison 0x"
 run uaf0 "" uaf
 no_report uaf0 "the write after free without SLUB_DEBUG: unnoticed" 42
