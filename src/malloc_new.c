@@ -185,14 +185,17 @@ static __noinline void *libstdcxx_operator(enum cxx_op op)
 
 	if (likely(fn))
 		return fn != NO_LIBSTDCXX_FN ? fn : NULL;
-	fn = dynamic_symbols() ? dlsym(RTLD_NEXT, cxx_ops[op].symbol) : NULL;
+	if (!dynamic_symbols()) {	/* none to find, now or later */
+		__atomic_store_n(&libstdcxx_fn[op], NO_LIBSTDCXX_FN, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	fn = dlsym(RTLD_NEXT, cxx_ops[op].symbol);
 	/*
-	 * dlopen looked up, not linked: in a fully static program, whose
-	 * lookup finds nothing, linking it costs a warning from ld that the
-	 * program needs glibc's shared libraries at run time.
+	 * dlopen looked up, not linked: a fully static program would link
+	 * libc.a's, and ld would warn that the program needs glibc's shared
+	 * libraries at run time.
 	 */
-	opener = fn || !dynamic_symbols() ? NULL :
-		 (dlopen_fn *)dlsym(RTLD_DEFAULT, "dlopen");
+	opener = fn ? NULL : (dlopen_fn *)dlsym(RTLD_DEFAULT, "dlopen");
 	if (opener) {
 		h = opener("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
 		if (h) {
@@ -200,10 +203,8 @@ static __noinline void *libstdcxx_operator(enum cxx_op op)
 			dlclose(h);
 		}
 	}
-	/* A static program has none to find, now or later: not looked for again. */
-	if (fn || !dynamic_symbols())
-		__atomic_store_n(&libstdcxx_fn[op], fn ? fn : NO_LIBSTDCXX_FN,
-				 __ATOMIC_RELEASE);
+	if (fn)
+		__atomic_store_n(&libstdcxx_fn[op], fn, __ATOMIC_RELEASE);
 	return fn;
 }
 
@@ -570,22 +571,17 @@ static void *const our_ops[NR_CXX_OPS] = {
  * An operator is the program's when its calls bind elsewhere than to this
  * definition: to a definition in the executable, preloaded or not, or, in
  * a program linked with libslub-malloc.a, to a strong one that took the
- * place of this weak one.
+ * place of this weak one. The address each name was linked to says so
+ * (the dynamic list keeps the operators' names preemptible in the .so),
+ * as a dlsym() could not in a fully static program.
  */
 static __noinline unsigned int look_at_operators(void)
 {
 	unsigned int state = CXX_LOOKED, theirs = 0;
 
-	for (unsigned int op = 0; op < NR_CXX_OPS; op++) {
-		void *fn = dynamic_symbols() ? dlsym(RTLD_DEFAULT, cxx_ops[op].symbol) : NULL;
-
-		/* As linked, in a program with no dynamic symbols to look up. */
-		if (!fn)
-			fn = cxx_ops[op].linked;
-
-		if (fn && fn != our_ops[op])
+	for (unsigned int op = 0; op < NR_CXX_OPS; op++)
+		if (cxx_ops[op].linked != our_ops[op])
 			theirs |= 1U << op;
-	}
 	/* Forward if any operator down the default's chain is theirs. */
 	for (unsigned int op = 0; op < NR_CXX_OPS; op++)
 		for (int c = cxx_ops[op].calls; c >= 0; c = cxx_ops[c].calls)

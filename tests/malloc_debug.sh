@@ -25,9 +25,12 @@ else
 	case $lib in /*) ;; *) lib=$(pwd)/$lib ;; esac
 fi
 
-# at FUNCTION: how a report names a place in FUNCTION.
+# at FUNCTION: how a report names a place in FUNCTION; named: how it says so.
 at() {
 	if [ -n "$lib" ]; then echo "$1+0x"; else echo "0x"; fi
+}
+named() {
+	if [ -n "$lib" ]; then echo "$1 named"; else echo "$1's address given"; fi
 }
 # The reports below name kmalloc-64 and kmalloc-128: the kernel's classes.
 SLUB_KMALLOC_CLASSES=kernel
@@ -84,7 +87,7 @@ no_report() {
 }
 
 run overrun FZPU overrun
-expect overrun "a one-byte heap overrun: kmalloc red zone, dup_upper named" \
+expect overrun "a one-byte heap overrun: kmalloc red zone, $(named dup_upper)" \
 	LIBSLUB \
 	"[kmalloc Redzone overwritten] 0x" \
 	"First byte 0x0 instead of 0xcc" \
@@ -107,7 +110,7 @@ fi
 
 # What count_nodes() reads back is the poison: 0x6b6b6b6b6b6b6b6c.
 run uaf FZPU uaf
-expect uaf "a write after free: poison, release_node named" 7740398493674204012 \
+expect uaf "a write after free: poison, $(named release_node)" 7740398493674204012 \
 	"[Poison overwritten] 0x" \
 	"BUG kmalloc-64 (Not tainted): Object corrupt" \
 	"Freed in $(at release_node)" \
