@@ -149,6 +149,55 @@ __attribute__((destructor)) static void stack_unwind_done(void)
 		__atomic_store_n(&unwind_ready, 0, __ATOMIC_RELEASE);
 }
 
+/*
+ * The unwinder's own code: libgcc_s's executable segments, found once
+ * backtrace() has loaded it. libgcc (12 and before) allocates with its
+ * object_mutex held: init_object() sorts the FDEs of frames registered
+ * with __register_frame_info() (a JIT's, or another copy of a program's)
+ * at the first unwind that looks at them, and
+ * __deregister_frame_info_bases() frees that index. A stack taken for
+ * such a malloc or free walks the frames, asks _Unwind_Find_FDE(), waits
+ * on the mutex its own thread holds, and never returns. So the allocator's
+ * callers inside the unwinder get no stack: their tracks keep the caller's
+ * address alone.
+ */
+#define UNWINDER_SEGS	4
+static struct { unsigned long lo, hi; } unwinder_text[UNWINDER_SEGS];
+static unsigned int unwinder_segs;
+
+static int find_unwinder(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const char *name = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+	unsigned int n = 0;
+
+	(void)size;
+	(void)data;
+	name = name ? name + 1 : info->dlpi_name;
+	if (!name || strncmp(name, "libgcc_s.so", 11))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum && n < UNWINDER_SEGS; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		unwinder_text[n].lo = info->dlpi_addr + ph->p_vaddr;
+		unwinder_text[n].hi = unwinder_text[n].lo + ph->p_memsz;
+		n++;
+	}
+	__atomic_store_n(&unwinder_segs, n, __ATOMIC_RELEASE);
+	return 1;
+}
+
+static bool called_from_unwinder(unsigned long from)
+{
+	unsigned int n = __atomic_load_n(&unwinder_segs, __ATOMIC_ACQUIRE);
+
+	for (unsigned int i = 0; i < n; i++)
+		if (from - unwinder_text[i].lo < unwinder_text[i].hi - unwinder_text[i].lo)
+			return true;
+	return false;
+}
+
 static bool can_unwind(void)
 {
 	if (likely(__atomic_load_n(&unwind_ready, __ATOMIC_ACQUIRE)))
@@ -163,7 +212,7 @@ unsigned int stack_capture(unsigned long *entries, unsigned int max,
 	int n, start = 1, i;
 	unsigned int nr = 0;
 
-	if (in_capture || !can_unwind())
+	if (in_capture || !can_unwind() || called_from_unwinder(from))
 		return 0;
 	in_capture = 1;
 	n = backtrace(frames, (int)ARRAY_SIZE(frames));
@@ -188,6 +237,7 @@ void stack_warmup(void)
 		return;
 	in_capture = 1;
 	backtrace(frames, 2);
+	dl_iterate_phdr(find_unwinder, NULL);
 	in_capture = 0;
 	__atomic_store_n(&warmed_up, 1, __ATOMIC_RELEASE);
 }
