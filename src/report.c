@@ -7,6 +7,7 @@
 
 #include "nocancel.h"
 #include "report.h"
+#include "symbol.h"
 
 extern char *program_invocation_short_name;
 
@@ -48,9 +49,10 @@ void slub_pr_err(const char *fmt, ...)
 
 void slub_pr_caller(const void *ip)
 {
+	const ElfW(Sym) *sym;
 	Dl_info info;
 
-	if (dladdr(ip, &info) && info.dli_sname)
+	if (slub_addr_symbol(ip, &info, &sym) && info.dli_sname)
 		slub_pr_err("caller: %p (%s+0x%lx)\n", ip, info.dli_sname,
 			    (unsigned long)((const char *)ip -
 					    (const char *)info.dli_saddr));

@@ -5,6 +5,7 @@
 
 #include "init.h"
 #include "slub_internal.h"
+#include "symbol.h"
 
 static struct sysfs_dir slab_root = { .name = "slab" };
 
@@ -323,12 +324,13 @@ static void slabs_cpu_partial_show(struct seq_buf *sb, void *obj, long arg)
 static void ctor_show(struct seq_buf *sb, void *obj, long arg)
 {
 	struct kmem_cache *s = obj;
+	const ElfW(Sym) *sym;
 	Dl_info info;
 
 	(void)arg;
 	if (!s->ctor)
 		return;
-	if (dladdr((void *)(uintptr_t)s->ctor, &info) && info.dli_sname)
+	if (slub_addr_symbol((void *)(uintptr_t)s->ctor, &info, &sym) && info.dli_sname)
 		seq_printf(sb, "%s+0x%lx\n", info.dli_sname,
 			   (unsigned long)((char *)(uintptr_t)s->ctor -
 					   (char *)info.dli_saddr));

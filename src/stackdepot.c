@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Call stacks for slub_debug: capture with backtrace(), store once in a
- * hash table (the kernel's stack depot), print with dladdr().
+ * hash table (the kernel's stack depot), print with slub_addr_symbol().
  *
  * Lookups take no lock: a record is published to its bucket with a
  * release store after it is filled, and never changes or goes away. An
@@ -21,6 +21,7 @@
 #include "percpu.h"
 #include "report.h"
 #include "stackdepot.h"
+#include "symbol.h"
 
 struct depot_stack {
 	struct depot_stack *next;	/* in its bucket */
@@ -252,7 +253,7 @@ void sprint_symbol(char *buf, size_t size, unsigned long addr)
 	const ElfW(Sym) *sym = NULL;
 	Dl_info info;
 
-	if (!dladdr1((void *)addr, &info, (void **)&sym, RTLD_DL_SYMENT)) {
+	if (!slub_addr_symbol((void *)addr, &info, &sym)) {
 		snprintf(buf, size, "0x%lx", addr);
 		return;
 	}
