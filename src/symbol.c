@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "compiler.h"
 #include "symbol.h"
@@ -130,6 +131,26 @@ static const ElfW(Sym) *search_sysv_hash(const struct link_map *l,
 	return best;
 }
 
+/*
+ * A program without a dynamic loader (-static, -static-pie) sets up
+ * _dl_find_object()'s tables inside libc's start-up, which mallocs before
+ * they are there (stackdepot.c's can_unwind() has the story): until this
+ * object's constructor runs, a report there gets addresses alone.
+ */
+static int lookup_ready;
+
+__attribute__((constructor)) static void symbol_lookup_ready(void)
+{
+	__atomic_store_n(&lookup_ready, 1, __ATOMIC_RELEASE);
+}
+
+static bool can_look_up(void)
+{
+	if (likely(__atomic_load_n(&lookup_ready, __ATOMIC_ACQUIRE)))
+		return true;
+	return getauxval(AT_BASE) != 0;
+}
+
 bool slub_addr_symbol(const void *addr, Dl_info *info, const ElfW(Sym) **sym)
 {
 	struct dl_find_object dlfo;
@@ -139,7 +160,7 @@ bool slub_addr_symbol(const void *addr, Dl_info *info, const ElfW(Sym) **sym)
 
 	memset(info, 0, sizeof(*info));
 	*sym = NULL;
-	if (_dl_find_object((void *)addr, &dlfo) != 0)
+	if (!can_look_up() || _dl_find_object((void *)addr, &dlfo) != 0)
 		return false;
 	l = dlfo.dlfo_link_map;
 	info->dli_fbase = dlfo.dlfo_map_start;
