@@ -660,6 +660,7 @@ void *slab_alloc_debug(struct kmem_cache *s, gfp_t gfp, unsigned int orig_size,
 	background_tick();
 	stack_warmup();
 	slub_debug_caller = addr;
+	slub_debug_stack = NULL;
 	prepare_track(s, &t, addr);
 	while (!object) {
 		if (READ_ONCE(n->nr_partial)) {
@@ -683,6 +684,7 @@ void *slab_alloc_debug(struct kmem_cache *s, gfp_t gfp, unsigned int orig_size,
 		object = alloc_from_new_slab(s, slab, orig_size, &t);
 	}
 	slub_debug_caller = 0;
+	slub_debug_stack = NULL;
 	if (unlikely(!object)) {
 		errno = ENOMEM;
 		return NULL;
@@ -769,6 +771,7 @@ void __slab_free_debug(struct kmem_cache *s, struct slab *slab, void *object,
 
 	stack_warmup();
 	slub_debug_caller = addr;
+	slub_debug_stack = NULL;
 	prepare_track(s, &t, addr);
 	list_lock(s, n);
 	if (free_debug_processing(s, slab, object, &t)) {
@@ -798,6 +801,7 @@ void __slab_free_debug(struct kmem_cache *s, struct slab *slab, void *object,
 	if (empty)
 		free_slab(s, empty);
 	slub_debug_caller = 0;
+	slub_debug_stack = NULL;
 }
 
 void slab_free_debug(struct kmem_cache *s, struct slab *slab, void *object,
@@ -923,6 +927,7 @@ void report_objects_remaining(struct kmem_cache *s, unsigned long caller)
 
 	stack_warmup();
 	slub_debug_caller = caller;
+	slub_debug_stack = NULL;
 	list_lock(s, n);
 	list_for_each(pos, &n->partial) {
 		struct slab *slab = list_entry(pos, struct slab, slab_list);
@@ -953,6 +958,7 @@ void report_objects_remaining(struct kmem_cache *s, unsigned long caller)
 	slub_pr_err("kmem_cache_destroy %s: Slab cache still has objects when "
 		    "called from %s\n", s->name, sym);
 	slub_debug_caller = 0;
+	slub_debug_stack = NULL;
 }
 
 void print_object_tracking(struct kmem_cache *s, struct slab *slab,

@@ -36,6 +36,7 @@ void prepare_track(struct kmem_cache *s, struct track *t, unsigned long addr)
 	nr = stack_capture(entries, TRACK_ADDRS_COUNT, addr);
 	t->addr = addr;
 	t->stack = stack_depot_save(entries, nr);
+	slub_debug_stack = t->stack;
 	t->cpu = (int)raw_smp_processor_id();
 	t->pid = slub_tid();
 	t->when = debug_now();

@@ -39,6 +39,7 @@ static char *pool;			/* under depot_lock */
 static size_t pool_left;
 
 __thread unsigned long slub_debug_caller;
+__thread const struct depot_stack *slub_debug_stack;
 static __thread int in_capture;
 static int warmed_up;
 
@@ -288,12 +289,22 @@ void stack_print(const unsigned long *entries, unsigned int nr)
 void dump_stack(void)
 {
 	unsigned long entries[TRACK_ADDRS_COUNT];
-	unsigned int nr = stack_capture(entries, TRACK_ADDRS_COUNT,
-					slub_debug_caller);
+	const unsigned long *stack = entries;
+	unsigned int nr;
 
+	/*
+	 * The stack prepare_track() took for this call, before the list_lock
+	 * that most reports are printed under: no second unwind, and none
+	 * under that lock, where a JIT's thread holding the unwinder's mutex
+	 * could be waiting for it.
+	 */
+	if (slub_debug_stack)
+		nr = stack_depot_fetch(slub_debug_stack, &stack);
+	else
+		nr = stack_capture(entries, TRACK_ADDRS_COUNT, slub_debug_caller);
 	slub_pr_err("CPU: %u PID: %d Comm: %s\nCall Trace:\n",
 		    raw_smp_processor_id(), slub_tid(), slub_comm());
-	stack_print(entries, nr);
+	stack_print(stack, nr);
 }
 
 void stack_depot_fork_prepare(void)

@@ -51,6 +51,11 @@ bool stack_warmed_up(void);
  * rather than the allocator's own frames.
  */
 extern __thread unsigned long slub_debug_caller;
+/*
+ * The stack prepare_track() stored for that call (SLAB_STORE_USER), or
+ * NULL: dump_stack() prints it rather than unwinding again.
+ */
+extern __thread const struct depot_stack *slub_debug_stack;
 
 /* " func+0x1a/0x40" lines, one per frame, as the kernel's %pS. */
 void stack_print(const unsigned long *entries, unsigned int nr);
