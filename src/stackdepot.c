@@ -182,8 +182,11 @@ static int find_unwinder(struct dl_phdr_info *info, size_t size, void *data)
 
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
-		unwinder_text[n].lo = info->dlpi_addr + ph->p_vaddr;
-		unwinder_text[n].hi = unwinder_text[n].lo + ph->p_memsz;
+		/* Two threads' first stacks may both get here: the same values. */
+		__atomic_store_n(&unwinder_text[n].lo, info->dlpi_addr + ph->p_vaddr,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&unwinder_text[n].hi,
+				 info->dlpi_addr + ph->p_vaddr + ph->p_memsz, __ATOMIC_RELAXED);
 		n++;
 	}
 	__atomic_store_n(&unwinder_segs, n, __ATOMIC_RELEASE);
@@ -194,9 +197,13 @@ static bool called_from_unwinder(unsigned long from)
 {
 	unsigned int n = __atomic_load_n(&unwinder_segs, __ATOMIC_ACQUIRE);
 
-	for (unsigned int i = 0; i < n; i++)
-		if (from - unwinder_text[i].lo < unwinder_text[i].hi - unwinder_text[i].lo)
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned long lo = __atomic_load_n(&unwinder_text[i].lo, __ATOMIC_RELAXED);
+		unsigned long hi = __atomic_load_n(&unwinder_text[i].hi, __ATOMIC_RELAXED);
+
+		if (from - lo < hi - lo)
 			return true;
+	}
 	return false;
 }
 
