@@ -54,7 +54,11 @@ static void compare_at(const void *addr)
 		named++;
 }
 
-/* Every loaded segment, at a stride that lands in and between symbols. */
+/*
+ * Every loaded segment, at a stride that lands in and between symbols:
+ * an odd one, and at most about 400 addresses a segment (the sanitizers'
+ * runtimes are large, and each lookup reads every symbol of its object).
+ */
 static int compare_object(struct dl_phdr_info *info, size_t size, void *data)
 {
 	(void)size;
@@ -63,10 +67,13 @@ static int compare_object(struct dl_phdr_info *info, size_t size, void *data)
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+		uintptr_t stride = ph->p_memsz / 400 | 1;
 
 		if (ph->p_type != PT_LOAD)
 			continue;
-		for (uintptr_t off = 0; off < ph->p_memsz; off += 251)
+		if (stride < 251)
+			stride = 251;
+		for (uintptr_t off = 0; off < ph->p_memsz; off += stride)
 			compare_at((const void *)(start + off));
 		compare_at((const void *)(start + ph->p_memsz - 1));
 	}
@@ -89,7 +96,7 @@ static void test_loaded_objects(void)
 	dl_iterate_phdr(compare_object, NULL);
 	CHECK_EQ(mismatches, 0);
 	CHECK(objects >= 3);
-	CHECK(named > 1000);
+	CHECK(named > 100);
 	printf("%lu addresses in %lu objects, %lu named, as dladdr1()\n",
 	       compared, objects, named);
 }
