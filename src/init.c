@@ -33,8 +33,9 @@ void malloc_sysfs_init(void) __attribute__((weak));
 static struct slub_lock slab_init_lock = SLUB_LOCK_INIT;
 
 /*
- * Every lock, in the one order all paths follow: the bring-up's two, the
- * vfork heap's and the huge-block registry's (libslub-malloc), then, once
+ * Every lock, in the one order all paths follow: stdio's list lock, the
+ * bring-up's two, the vfork heap's and the huge-block registry's
+ * (libslub-malloc), then, once
  * the library is up, slab_mutex, sysfs_lock, each cache's per-CPU locks
  * and list_lock, the stack depot's lock (slub_debug), the pcp locks,
  * zone->lock. Before it is up those do not exist yet, and the bring-up,
@@ -42,8 +43,24 @@ static struct slub_lock slab_init_lock = SLUB_LOCK_INIT;
  */
 static bool fork_locked_all;
 
+/*
+ * stdio's list of streams, glibc's list_all_lock: before every lock here,
+ * as glibc's fork() takes it before its own malloc's locks. A thread in
+ * getline() mallocs with its stream locked, and fflush(NULL) holds the
+ * list while it waits for each stream: had fork() found the list lock
+ * busy with the allocator's locks already held, the three waited on each
+ * other for ever (tests/malloc_fork_stdio.c). The lock is recursive, so
+ * fork() taking it again after the handlers is harmless. Weak: a program
+ * without stdio has no such lock, and a libc that is not glibc another.
+ */
+extern void _IO_list_lock(void) __attribute__((weak));
+extern void _IO_list_unlock(void) __attribute__((weak));
+extern void _IO_list_resetlock(void) __attribute__((weak));
+
 static void fork_prepare(void)
 {
+	if (_IO_list_lock)
+		_IO_list_lock();
 	slub_lock(&init_lock);
 	slub_lock(&slab_init_lock);
 	if (malloc_fork_prepare)
@@ -71,6 +88,8 @@ static void fork_parent(void)
 		malloc_fork_parent();
 	slub_unlock(&slab_init_lock);
 	slub_unlock(&init_lock);
+	if (_IO_list_unlock)
+		_IO_list_unlock();
 }
 
 static void fork_child(void)
@@ -90,6 +109,9 @@ static void fork_child(void)
 		malloc_fork_child();
 	slub_lock_init(&slab_init_lock);
 	slub_lock_init(&init_lock);
+	/* glibc's fork() resets it in a multithreaded parent's child, not else. */
+	if (_IO_list_resetlock)
+		_IO_list_resetlock();
 }
 
 /*
