@@ -23,13 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(c)                                                                   \
-	do {                                                                       \
-		if (!(c)) {                                                        \
-			fprintf(stderr, "malloc_dlopen_report:%d: %s\n", __LINE__, #c); \
-			exit(1);                                                   \
-		}                                                                  \
-	} while (0)
+#include "standalone.h"
 
 static volatile int stop;
 static unsigned long opens;
@@ -59,31 +53,24 @@ __attribute__((noinline)) void overrun_block(size_t n)
 	__asm__ volatile("" ::: "memory");	/* not a tail call */
 }
 
+static void overrun_40(void *arg)
+{
+	(void)arg;
+	overrun_block(40);
+}
+
 /* The report of one overrun, read back from a file standing in for stderr. */
 static void check_report_names_frames(void)
 {
-	char path[] = "/tmp/malloc_dlopen_report.XXXXXX", report[16384];
-	int fd = mkstemp(path), saved = dup(2);
-	ssize_t n;
+	char report[16384];
 
-	CHECK(fd >= 0 && saved >= 0);
-	unlink(path);
-	fflush(stderr);
-	CHECK(dup2(fd, 2) == 2);
-	overrun_block(40);
-	fflush(stderr);
-	CHECK(dup2(saved, 2) == 2);
-	n = pread(fd, report, sizeof(report) - 1, 0);
-	CHECK(n > 0);
-	report[n] = '\0';
+	run_capturing_stderr(overrun_40, NULL, report, sizeof(report));
 	if (!strstr(report, "Redzone overwritten") ||
 	    !strstr(report, "Allocated in overrun_block+0x") ||
 	    !strstr(report, "\n main+0x") || !strstr(report, "Call Trace:\n overrun_block+0x")) {
 		fprintf(stderr, "%s", report);
 		CHECK(!"the report names the program's functions");
 	}
-	close(fd);
-	close(saved);
 }
 
 int main(int argc, char **argv)

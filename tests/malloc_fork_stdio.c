@@ -23,13 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(c)                                                                 \
-	do {                                                                     \
-		if (!(c)) {                                                      \
-			fprintf(stderr, "malloc_fork_stdio:%d: %s\n", __LINE__, #c); \
-			exit(1);                                                 \
-		}                                                                \
-	} while (0)
+#include "standalone.h"
 
 static volatile int stop;
 static FILE *lines;

@@ -31,20 +31,14 @@
 
 #include <stdexcept>
 
+#include "standalone.h"
+
 extern "C" {
 void __register_frame_info(const void *begin, void *ob);
 void *__deregister_frame_info(const void *begin);
 void __register_frame(void *begin);
 void __deregister_frame(void *begin);
 }
-
-#define CHECK(c)                                                                 \
-	do {                                                                     \
-		if (!(c)) {                                                      \
-			fprintf(stderr, "malloc_unwind_frames:%d: %s\n", __LINE__, #c); \
-			exit(1);                                                 \
-		}                                                                \
-	} while (0)
 
 static const void *eh_frame;
 
@@ -127,28 +121,24 @@ extern "C" __attribute__((noinline)) void free_twice(void *p)
 	__asm__ volatile("" ::: "memory");
 }
 
+static void double_free_40(void *)
+{
+	void *p = malloc(40);
+
+	CHECK(p);
+	free_twice(p);
+}
+
 /*
  * The allocator still takes stacks for the program's own calls: a double
- * free's report, written to a file in place of stderr, has the stack of
- * the first free, through free_twice() and main().
+ * free's report has the stack of the first free, through free_twice()
+ * and main().
  */
 static void check_stacks_taken(void)
 {
-	char path[] = "/tmp/malloc_unwind_frames.XXXXXX", report[8192];
-	int fd = mkstemp(path), saved = dup(2);
-	void *p = malloc(40);
-	ssize_t n;
+	char report[8192];
 
-	CHECK(fd >= 0 && saved >= 0 && p);
-	unlink(path);
-	fflush(stderr);
-	CHECK(dup2(fd, 2) == 2);
-	free_twice(p);
-	fflush(stderr);
-	CHECK(dup2(saved, 2) == 2);
-	n = pread(fd, report, sizeof(report) - 1, 0);
-	CHECK(n > 0);
-	report[n] = '\0';
+	run_capturing_stderr(double_free_40, NULL, report, sizeof(report));
 	const char *freed = strstr(report, "Freed in free_twice+");
 
 	if (!strstr(report, "Object already free") || !freed ||
@@ -156,8 +146,6 @@ static void check_stacks_taken(void)
 		fprintf(stderr, "%s", report);
 		CHECK(!"a double free reported with the first free's stack");
 	}
-	close(fd);
-	close(saved);
 }
 
 int main()
