@@ -101,7 +101,7 @@ static void config_split(struct config_entry *e)
 
 static void config_parse_one(const char *entry, size_t len)
 {
-	const char *eq = memchr(entry, '=', len);
+	const char *eq;
 	struct config_entry *e;
 	size_t plen, vlen;
 
