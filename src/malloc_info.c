@@ -13,7 +13,9 @@
  *             address space it has never used) and free runs of pages
  *   hblks     blocks mmap'ed on their own (more than 4 MiB), hblkhd their bytes
  *   uordblks  bytes in use: objects in use (their slot size), blocks of
- *             pages in use and runs in use (not the free runs of a chunk)
+ *             pages in use and runs in use (not the free runs of a chunk);
+ *             not the free objects of CPU slabs, which slabinfo counts
+ *             in use as the kernel's does, nor the barns' sheaves
  *   fordblks  arena - uordblks: free objects in slabs and sheaves, free
  *             pages, kept huge blocks
  *   keepcost  0: there is no heap top to trim

@@ -54,6 +54,12 @@ void barn_init(struct node_barn *barn)
 	barn->nr_full_low = 0;
 }
 
+/* mallinfo2() counts none of its objects in use: they are the allocator's. */
+bool is_sheaf_cache(const struct kmem_cache *s)
+{
+	return s == sheaf_cache;
+}
+
 static struct slab_sheaf *new_sheaf(void)
 {
 	return sheaf_cache ? slab_alloc_slab(sheaf_cache, GFP_NOWAIT) : NULL;

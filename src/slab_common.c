@@ -611,8 +611,11 @@ int kmem_cache_shrink(struct kmem_cache *s)
 
 /*
  * The objects in sheaves and barns are free to the program but in use to
- * the slabs: they do not count as in use here. A CPU slab counts as
- * full, as slabinfo's Objects column has it.
+ * the slabs: they do not count as in use here, nor do the free objects of
+ * the CPU slabs, which slabinfo's Objects column counts (a CPU slab is
+ * full to it, as to the kernel's), nor the sheaves themselves. So the
+ * bytes in use come back to where they were once a program has freed
+ * what it allocated (fuzz_malloc.c checks it after every input).
  */
 void slab_usage(struct slab_usage *u)
 {
@@ -628,9 +631,12 @@ void slab_usage(struct slab_usage *u)
 		struct slab_counts cnt;
 
 		slab_count(s, &cnt);
+		u->slab_pages += cnt.slabs << oo_order(s->oo);
+		if (is_sheaf_cache(s))
+			continue;
+		cached += cnt.cpu_free;
 		if (cached > cnt.objects)
 			cached = cnt.objects;
-		u->slab_pages += cnt.slabs << oo_order(s->oo);
 		u->inuse_bytes += (cnt.objects - cached) * s->size;
 	}
 	slub_unlock(&slab_mutex);

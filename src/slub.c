@@ -741,6 +741,29 @@ unsigned long count_partial_free(struct kmem_cache *s, struct kmem_cache_node *n
 	return free;
 }
 
+/*
+ * Free objects of a CPU slab, which slab_count()'s objects counts in use
+ * (as the kernel's slabinfo counts a frozen slab): those other CPUs freed
+ * onto the slab's own freelist (objects - inuse), and those on the CPU
+ * freelist from p. The CPU's lock is held, so the CPU slab stays, but its
+ * fast paths may pop and push meanwhile and the program writes into what
+ * they pop: the walk stops at anything that is not an object of this
+ * slab, and after slab->objects steps. Exact while the CPU's threads are
+ * out of the allocator.
+ */
+static unsigned long cpu_slab_free(struct kmem_cache *s, struct slab *slab, void *p)
+{
+	struct slab now;
+	unsigned int n = 0;
+
+	now.counters = READ_ONCE(slab->counters);
+	while (p && n < now.objects && object_start(s, slab, p)) {
+		n++;
+		p = __atomic_load_n((void **)((char *)p + s->offset), __ATOMIC_RELAXED);
+	}
+	return n + now.objects - now.inuse;
+}
+
 void slab_count(struct kmem_cache *s, struct slab_counts *cnt)
 {
 	struct kmem_cache_node *n = get_node(s, 0);
@@ -759,8 +782,11 @@ void slab_count(struct kmem_cache *s, struct slab_counts *cnt)
 
 		/* A snapshot under the lock that guards c->partial. */
 		percpu_lock(s->cpu_slab, cpu);
-		if (READ_ONCE(c->slab))
+		slab = READ_ONCE(c->slab);
+		if (slab) {
 			cnt->cpu_slabs++;
+			cnt->cpu_free += cpu_slab_free(s, slab, READ_ONCE(c->freelist));
+		}
 		for (slab = c->partial; slab; slab = slab->next) {
 			struct slab now;
 

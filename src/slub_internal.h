@@ -573,10 +573,16 @@ void slab_fork_child(void);
 struct slab_counts {
 	unsigned long slabs, objects, total_objects, partial, objects_partial;
 	unsigned long cpu_slabs, cpu_partial_slabs;
+	unsigned long cpu_free;	/* free objects of CPU slabs, in objects */
 };
 void slab_count(struct kmem_cache *s, struct slab_counts *cnt);
 
-/* Every cache at once, for mallinfo2(): pages in slabs, bytes in objects in use. */
+bool is_sheaf_cache(const struct kmem_cache *s);
+
+/*
+ * Every cache at once, for mallinfo2(): pages in slabs, bytes in objects
+ * in use (not counting the barns' sheaves, which are the allocator's).
+ */
 struct slab_usage {
 	unsigned long slab_pages, inuse_bytes;
 };

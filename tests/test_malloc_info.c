@@ -38,8 +38,8 @@ static void test_mallinfo2_objects(void)
 	fprintf(stderr, "uordblks %zu -> %zu (%lld objects of %lld), arena %zu, "
 		"fordblks %zu\n", a.uordblks, b.uordblks, (long long)NR, slot,
 		b.arena, b.fordblks);
-	/* Within 5%: a CPU slab counts as full, sheaves as free. */
-	CHECK(llabs(diff(b.uordblks, a.uordblks) - want) <= want / 20);
+	/* Exactly: neither the sheaves' objects nor a CPU slab's free ones count. */
+	CHECK_EQ(diff(b.uordblks, a.uordblks), want);
 	CHECK(b.arena >= b.uordblks);
 	CHECK_EQ(b.fordblks, b.arena - b.uordblks);
 	CHECK(b.arena - a.arena >= (size_t)want * 9 / 10);
@@ -48,7 +48,7 @@ static void test_mallinfo2_objects(void)
 	for (int i = 0; i < NR; i++)
 		free(p[i]);
 	c = mallinfo2();
-	CHECK(diff(b.uordblks, c.uordblks) >= want * 9 / 10);
+	CHECK_EQ(c.uordblks, a.uordblks);
 	/* Freed memory stays in the arena until purged. */
 	CHECK(c.fordblks >= (size_t)want * 9 / 10 || c.arena < b.arena);
 	free(p);
