@@ -508,14 +508,24 @@ static void test_fork_in_vfork_child(void)
 /*
  * vfork() from a signal handler while the thread is inside its own vfork:
  * the handler's hold must not wait on the lock its thread holds (it
- * waited for ever within seconds, before). A real-time timer every
- * 200 us, in a child of its own which the test kills if it hangs.
+ * waited for ever within seconds, before). Each iteration arms a one-shot
+ * timer 10-100 us ahead and vforks, so the handler lands anywhere in
+ * the thread's own vfork, or just after it, in a child of its own which
+ * the test kills if it hangs. One signal an iteration at most: a periodic
+ * 200 us timer, on a loaded machine where a vfork took longer than that,
+ * ran the handler back to back and starved the loop (one run in six under
+ * a parallel test run went past the 30 s).
  */
+static volatile sig_atomic_t handled;
+
 static void on_sigalrm(int sig)
 {
 	(void)sig;
 	vfork_exit_wait();
+	handled++;
 }
+
+#define VFORK_HANDLER_LOOPS	10000
 
 static void test_vfork_in_handler(void)
 {
@@ -526,20 +536,29 @@ static void test_vfork_in_handler(void)
 	pid = fork();
 	if (pid == 0) {
 		struct sigaction sa = { .sa_handler = on_sigalrm, .sa_flags = SA_RESTART };
-		struct itimerval every = { { 0, 200 }, { 0, 200 } };
+		unsigned int rnd = 1;
 
 		sigaction(SIGALRM, &sa, NULL);
-		setitimer(ITIMER_REAL, &every, NULL);
-		for (int i = 0; i < 20000; i++)
+		for (int i = 0; i < VFORK_HANDLER_LOOPS; i++) {
+			struct itimerval once = { { 0, 0 }, { 0, 10 } };
+
+			rnd = rnd * 1103515245 + 12345;
+			once.it_value.tv_usec += (rnd >> 16) % 91;
+			setitimer(ITIMER_REAL, &once, NULL);
 			vfork_exit_wait();
-		_exit(0);
+		}
+		/* Meaningful only if the handler ran often. */
+		if (handled < VFORK_HANDLER_LOOPS / 10)
+			fprintf(stderr, "vfork in a handler: %d handlers in %d loops\n",
+				(int)handled, VFORK_HANDLER_LOOPS);
+		_exit(handled >= VFORK_HANDLER_LOOPS / 10 ? 0 : 3);
 	}
-	while (pid > 0 && waitpid(pid, &status, WNOHANG) == 0 && waited < 3000) {
+	while (pid > 0 && waitpid(pid, &status, WNOHANG) == 0 && waited < 6000) {
 		usleep(10000);
 		waited++;
 	}
-	if (waited == 3000) {
-		fprintf(stderr, "vfork in a handler: no end after 30 s (deadlocked?)\n");
+	if (waited == 6000) {
+		fprintf(stderr, "vfork in a handler: no end after 60 s (deadlocked?)\n");
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
 	}
