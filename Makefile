@@ -8,6 +8,7 @@
 #   make install install headers, libraries, pkg-config and CMake files
 #                (PREFIX=/usr/local)
 #   make fuzz    the libFuzzer run (clang), FUZZ_TIME seconds
+#   make fuzz-malloc  the drop-in's libFuzzer run (clang), FUZZ_TIME seconds
 #   make stress  the reliability stress run, STRESS_TIME seconds a mode
 #                (docs/reliability.md)
 
@@ -28,7 +29,7 @@ STRESS_TIME ?= 300
 CONFIGURE = $(CMAKE) -S . -DSLUB_WERROR=ON
 
 .PHONY: all build test test-plain test-asan test-tsan bench bench-detail install deps clean \
-	fuzz stress
+	fuzz fuzz-malloc stress
 
 all: build
 
@@ -115,10 +116,21 @@ fuzz:
 	./build-fuzz/fuzz/fuzz_slub -max_total_time=$(FUZZ_TIME) -max_len=512 \
 		-print_final_stats=1 $(FUZZ_ARGS) results/fuzz-corpus fuzz/corpus
 
+# The drop-in's target (fuzz/fuzz_malloc.c) the same way, without ASan:
+# new inputs go to results/fuzz-malloc-corpus.
+fuzz-malloc:
+	@sh scripts/deps.sh fuzz
+	CC=clang $(CMAKE) -S . -B build-fuzz-malloc -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DSLUB_FUZZ_MALLOC=ON -DSLUB_TESTS=OFF -DSLUB_BENCH=OFF >/dev/null
+	$(CMAKE) --build build-fuzz-malloc -j $(JOBS) --target fuzz_malloc
+	mkdir -p results/fuzz-malloc-corpus
+	./build-fuzz-malloc/fuzz/fuzz_malloc -max_total_time=$(FUZZ_TIME) -max_len=1024 \
+		-print_final_stats=1 $(FUZZ_ARGS) results/fuzz-malloc-corpus fuzz/corpus-malloc
+
 # test_reliability for STRESS_TIME seconds on rseq, then in fallback mode.
 stress: build
 	SLUB_STRESS_SECONDS=$(STRESS_TIME) ./build/tests/test_reliability
 	SLUB_STRESS_SECONDS=$(STRESS_TIME) SLUB_RSEQ=0 ./build/tests/test_reliability
 
 clean:
-	rm -rf build build-asan build-tsan build-release build-fuzz
+	rm -rf build build-asan build-tsan build-release build-fuzz build-fuzz-malloc

@@ -13,8 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-unsigned long fuzz_steps(void);
+#include "fuzz.h"
 
 #define MAX_INPUT_LEN	4096
 
@@ -99,7 +98,7 @@ int main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("%ld corpus inputs, %lu random inputs (seed %llu), %lu steps, "
-	       "each followed by the idle check, in %.1f s\n", replayed, inputs,
+	       "each followed by the target's checks, in %.1f s\n", replayed, inputs,
 	       (unsigned long long)seed, fuzz_steps(),
 	       (double)(t1.tv_sec - t0.tv_sec) +
 	       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "compiler.h"
+#include "fuzz.h"
 #include "helpers.h"
 #include "items.h"
 #include "validate_helpers.h"
@@ -41,11 +42,6 @@ struct fcache {
 	long live;
 };
 
-struct input {
-	const uint8_t *d;
-	size_t n, pos;
-};
-
 static struct fcache fcaches[MAX_CACHES];
 static struct item objs[MAX_OBJS];
 static int nr_objs;
@@ -54,38 +50,12 @@ static bool faults_on;
 static unsigned long nr_steps;
 static char report[REPORT_SIZE];
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-unsigned long fuzz_steps(void);
-
 /* Files written by this input, with the value to put back. */
 static struct {
 	char path[160];
 	char value[64];
 } saved[MAX_SAVED];
 static int nr_saved;
-
-static __attribute__((noreturn)) void fuzz_fail(int line, const char *what)
-{
-	fprintf(stderr, "fuzz_slub.c:%d: check failed: %s (step %lu)\n", line,
-		what, nr_steps);
-	abort();
-}
-
-#define FUZZ_CHECK(cond)						\
-	do {								\
-		if (!(cond))						\
-			fuzz_fail(__LINE__, #cond);			\
-	} while (0)
-
-static unsigned int u8(struct input *in)
-{
-	return in->pos < in->n ? in->d[in->pos++] : 0;
-}
-
-static unsigned int u16(struct input *in)
-{
-	return u8(in) | u8(in) << 8;
-}
 
 /* ---- Objects -------------------------------------------------------------------- */
 
@@ -103,7 +73,7 @@ static unsigned int kmalloc_idx(size_t ks)
 	for (unsigned int i = 0; i < ARRAY_SIZE(sizes); i++)
 		if (sizes[i] == ks)
 			return i;
-	fuzz_fail(__LINE__, "ksize() is no kmalloc size");
+	fuzz_fail(__FILE__, __LINE__, "ksize() is no kmalloc size");
 }
 
 static void account(const struct item *o, long d)
