@@ -34,8 +34,8 @@ static const char *const wl_op[NR_WORKLOADS] = {
 	"one object of a batch of 64 allocated then freed in allocation order",
 	"one object of a batch of 64 allocated then freed in reverse order",
 	"free a random object of the working set and allocate its replacement",
-	"one object allocated by a producer and freed by its consumer "
-	"(wall-clock ns, the inverse of the throughput)",
+	("one object allocated by a producer and freed by its consumer "
+	 "(wall-clock ns, the inverse of the throughput)"),
 };
 
 double ns_per_op(const struct sample *s)

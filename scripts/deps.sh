@@ -135,6 +135,24 @@ if [ "$what" = test ]; then
 	fi
 fi
 
+# make test builds the library with clang too (test-clang in the
+# Makefile): the restartable sequences are inline asm, and clang prints
+# their operands differently. Optional: without clang that build is
+# skipped, with a note.
+if [ "$what" = test ] && ! command -v clang >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "deps (test): installing clang"
+		{ apt-get update -qq &&
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			clang >/dev/null; } ||
+			echo "deps (test): clang not installed;" \
+			     "the clang build is skipped" >&2
+	else
+		echo "deps (test): no clang; the clang build is skipped" \
+		     "(as root: apt-get install clang)" >&2
+	fi
+fi
+
 # make fuzz builds the fuzz target under libFuzzer: clang, and the runtime
 # libraries that hold libFuzzer (libclang-rt-dev). Only for `fuzz`: `make
 # test` runs the same target through a main() of its own, built with gcc.

@@ -488,7 +488,12 @@ LOCAL(_ZdlPv);
  * extra arguments to the callee to ignore), which is all the type
  * mismatch gcc warns of here means.
  */
+#ifdef __clang__
+/* clang's own note: the alias is of this file's (weak) _ZdlPv, as meant. */
+#pragma clang diagnostic ignored "-Wignored-attributes"
+#else
 #pragma GCC diagnostic ignored "-Wattribute-alias"
+#endif
 CXX_API void _ZdlPvSt11align_val_t(void *p, align_val align)
 	__attribute__((alias("_ZdlPv")));
 LOCAL(_ZdlPvSt11align_val_t);
@@ -579,9 +584,18 @@ static __noinline unsigned int look_at_operators(void)
 {
 	unsigned int state = CXX_LOOKED, theirs = 0;
 
-	for (unsigned int op = 0; op < NR_CXX_OPS; op++)
-		if (cxx_ops[op].linked != our_ops[op])
+	for (unsigned int op = 0; op < NR_CXX_OPS; op++) {
+		const void *linked = cxx_ops[op].linked, *ours = our_ops[op];
+
+		/*
+		 * Compared at run time, as the linker resolved them: clang
+		 * folds a weak symbol's address and its alias's as equal,
+		 * and took every operator for ours.
+		 */
+		__asm__("" : "+r"(linked), "+r"(ours));
+		if (linked != ours)
 			theirs |= 1U << op;
+	}
 	/* Forward if any operator down the default's chain is theirs. */
 	for (unsigned int op = 0; op < NR_CXX_OPS; op++)
 		for (int c = cxx_ops[op].calls; c >= 0; c = cxx_ops[c].calls)

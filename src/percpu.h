@@ -78,6 +78,9 @@ struct slub_rseq_abi {
 	uint32_t node_id;
 	uint32_t mm_cid;
 } __aligned(32);
+/* Named by offset in the sequences clang builds (arch/x86_64.h). */
+_Static_assert(offsetof(struct slub_rseq_abi, cpu_id) == 4, "rseq cpu_id");
+_Static_assert(offsetof(struct slub_rseq_abi, rseq_cs) == 8, "rseq rseq_cs");
 
 enum percpu_mode {
 	PERCPU_MODE_RSEQ,	/* restartable sequences + membarrier */

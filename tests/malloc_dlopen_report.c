@@ -49,6 +49,7 @@ __attribute__((noinline)) void overrun_block(size_t n)
 	CHECK(p);
 	__asm__ volatile("" : "+r"(p));
 	p[n] = 'x';
+	__asm__ volatile("" : : "r"(p) : "memory");	/* a store free() may see: not dead */
 	free(p);
 	__asm__ volatile("" ::: "memory");	/* not a tail call */
 }

@@ -86,7 +86,8 @@ int main()
 
 	expect(new_throws(huge), "a failed new[] did not throw std::bad_alloc");
 	try {
-		void *p = ::operator new(64, std::align_val_t(48));
+		volatile size_t not_pow2 = 48;	/* past the compilers' own check */
+		void *p = ::operator new(64, std::align_val_t(not_pow2));
 		::operator delete(p);
 		expect(false, "an alignment of 48 was accepted");
 	} catch (const std::bad_alloc &) {

@@ -114,7 +114,9 @@ static void *thread_round_trips(void *)
 extern "C" __attribute__((noinline)) void free_twice(void *p)
 {
 #pragma GCC diagnostic push
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wuse-after-free"
+#endif
 	free(p);
 	free(p);
 #pragma GCC diagnostic pop

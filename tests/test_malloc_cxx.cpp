@@ -370,13 +370,13 @@ static void test_containers()
 /* Made in one thread, deleted in another. */
 static void test_cross_thread()
 {
-	const int nr = 4, per = 20000;
+	constexpr int nr = 4, per = 20000;
 	std::vector<std::vector<std::unique_ptr<std::string>>> made(nr);
 	std::vector<std::thread> t;
 	size_t bad = 0;
 
 	for (int k = 0; k < nr; k++)
-		t.emplace_back([&made, k, per] {
+		t.emplace_back([&made, k] {
 			for (int i = 0; i < per; i++)
 				made[k].push_back(std::make_unique<std::string>(
 					(size_t)(i % 200 + 1), (char)('A' + k)));
@@ -391,7 +391,7 @@ static void test_cross_thread()
 	CHECK_EQ(bad, 0);
 	/* Thread k frees what thread k + 1 made. */
 	for (int k = 0; k < nr; k++)
-		t.emplace_back([&made, k, nr] { made[(k + 1) % nr].clear(); });
+		t.emplace_back([&made, k] { made[(k + 1) % nr].clear(); });
 	for (auto &th : t)
 		th.join();
 	for (int k = 0; k < nr; k++)

@@ -86,9 +86,9 @@ static inline rseq_tp_t arch_rseq_tp(uintptr_t offset)
  */
 #define RSEQ_ASM_ARM(shift)						\
 	"leaq 3b(%%rip), %%rax\n\t"					\
-	"movq %%rax, %[rseq_cs]\n\t"					\
+	"movq %%rax, " RSEQ_ASM_CS "\n\t"				\
 	"1:\n\t"							\
-	"movslq %[cpu_id], %%rax\n\t"					\
+	"movslq " RSEQ_ASM_CPU_ID ", %%rax\n\t"				\
 	"shlq $" __rseq_str(shift) ", %%rax\n\t"
 
 /* ... and leave for the slow path if this CPU's fast paths are stopped. */
@@ -97,8 +97,32 @@ static inline rseq_tp_t arch_rseq_tp(uintptr_t offset)
 	"cmpl $0, (%[ctl], %%rax)\n\t"					\
 	"jnz %l[stopped]\n\t"
 
+/*
+ * The area's rseq_cs and cpu_id in the templates. gcc prints a __seg_fs
+ * memory operand with its %fs; clang (14 at least) prints it without, so
+ * a sequence built by clang stored its descriptor at the offset itself,
+ * as an absolute address, and faulted at the first malloc. For clang the
+ * operand is the offset from the thread pointer in a register, and the
+ * template names the segment and the fields' offsets (percpu.h asserts
+ * them). The callers pass either kind of pointer: an rseq_tp_t is that
+ * offset already; a plain one (the statistics' this_cpu_add()) becomes it.
+ */
+#ifdef __clang__
+#define RSEQ_ASM_CS		"%%fs:8(%[rseq])"
+#define RSEQ_ASM_CPU_ID		"%%fs:4(%[rseq])"
+#define RSEQ_ASM_TP_OFFSET(_rs)						\
+	__builtin_choose_expr(						\
+		__builtin_types_compatible_p(__typeof__(_rs), rseq_tp_t),	\
+		(uintptr_t)(_rs),					\
+		(uintptr_t)(_rs) - (uintptr_t)arch_thread_pointer())
+#define RSEQ_ASM_CPU_OPERANDS(_rs)					\
+	[rseq] "r"(RSEQ_ASM_TP_OFFSET(_rs))
+#else
+#define RSEQ_ASM_CS		"%[rseq_cs]"
+#define RSEQ_ASM_CPU_ID		"%[cpu_id]"
 #define RSEQ_ASM_CPU_OPERANDS(_rs)					\
 	[rseq_cs] "m"((_rs)->rseq_cs), [cpu_id] "m"((_rs)->cpu_id)
+#endif
 #define RSEQ_ASM_OPERANDS(_rs, _ctl)					\
 	RSEQ_ASM_CPU_OPERANDS(_rs), [ctl] "r"(_ctl)
 
@@ -340,9 +364,9 @@ static inline rseq_tp_t arch_rseq_tp(uintptr_t offset)
 	__asm__ __volatile__ goto(					\
 		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
 		"leaq 3b(%%rip), %%rax\n\t"				\
-		"movq %%rax, %[rseq_cs]\n\t"				\
+		"movq %%rax, " RSEQ_ASM_CS "\n\t"			\
 		"1:\n\t"						\
-		"movl %[cpu_id], %%eax\n\t"				\
+		"movl " RSEQ_ASM_CPU_ID ", %%eax\n\t"			\
 		"cmpl %[cpu], %%eax\n\t"				\
 		"jnz %l[fail]\n\t"					\
 		"shlq $" __rseq_str(_shift) ", %%rax\n\t"		\
