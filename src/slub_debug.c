@@ -659,8 +659,7 @@ void *slab_alloc_debug(struct kmem_cache *s, gfp_t gfp, unsigned int orig_size,
 	stat(s, ALLOC_SLOWPATH);
 	background_tick();
 	stack_warmup();
-	slub_debug_caller = addr;
-	slub_debug_stack = NULL;
+	slub_debug_enter(addr);
 	prepare_track(s, &t, addr);
 	while (!object) {
 		if (READ_ONCE(n->nr_partial)) {
@@ -683,8 +682,7 @@ void *slab_alloc_debug(struct kmem_cache *s, gfp_t gfp, unsigned int orig_size,
 		/* Fails only if the new slab was corrupted already: try again. */
 		object = alloc_from_new_slab(s, slab, orig_size, &t);
 	}
-	slub_debug_caller = 0;
-	slub_debug_stack = NULL;
+	slub_debug_enter(0);
 	if (unlikely(!object)) {
 		errno = ENOMEM;
 		return NULL;
@@ -770,8 +768,7 @@ void __slab_free_debug(struct kmem_cache *s, struct slab *slab, void *object,
 	struct track t;
 
 	stack_warmup();
-	slub_debug_caller = addr;
-	slub_debug_stack = NULL;
+	slub_debug_enter(addr);
 	prepare_track(s, &t, addr);
 	list_lock(s, n);
 	if (free_debug_processing(s, slab, object, &t)) {
@@ -800,8 +797,7 @@ void __slab_free_debug(struct kmem_cache *s, struct slab *slab, void *object,
 	list_unlock(n);
 	if (empty)
 		free_slab(s, empty);
-	slub_debug_caller = 0;
-	slub_debug_stack = NULL;
+	slub_debug_enter(0);
 }
 
 void slab_free_debug(struct kmem_cache *s, struct slab *slab, void *object,
@@ -926,8 +922,7 @@ void report_objects_remaining(struct kmem_cache *s, unsigned long caller)
 	struct list_head *pos;
 
 	stack_warmup();
-	slub_debug_caller = caller;
-	slub_debug_stack = NULL;
+	slub_debug_enter(caller);
 	list_lock(s, n);
 	list_for_each(pos, &n->partial) {
 		struct slab *slab = list_entry(pos, struct slab, slab_list);
@@ -957,8 +952,7 @@ void report_objects_remaining(struct kmem_cache *s, unsigned long caller)
 	sprint_symbol(sym, sizeof(sym), caller);
 	slub_pr_err("kmem_cache_destroy %s: Slab cache still has objects when "
 		    "called from %s\n", s->name, sym);
-	slub_debug_caller = 0;
-	slub_debug_stack = NULL;
+	slub_debug_enter(0);
 }
 
 void print_object_tracking(struct kmem_cache *s, struct slab *slab,

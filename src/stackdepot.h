@@ -57,6 +57,13 @@ extern __thread unsigned long slub_debug_caller;
  */
 extern __thread const struct depot_stack *slub_debug_stack;
 
+/* A debug path starts reporting for caller (0: it is done), no stack yet. */
+static inline void slub_debug_enter(unsigned long caller)
+{
+	slub_debug_caller = caller;
+	slub_debug_stack = NULL;
+}
+
 /* " func+0x1a/0x40" lines, one per frame, as the kernel's %pS. */
 void stack_print(const unsigned long *entries, unsigned int nr);
 /* "Call Trace:" and the stack from slub_debug_caller (the WARN_ON part). */
