@@ -50,6 +50,16 @@ static __attribute__((noreturn)) void die(const char *what, const char *why)
 	exit(1);
 }
 
+/* An option's value out of its range: say which and what it takes. */
+static __attribute__((noreturn)) void bad_option(int c, const char *arg, const char *takes)
+{
+	fprintf(stderr, "bench_suite: -%c %s: %s\n", c, arg, takes);
+	exit(2);
+}
+
+#define SLUB_STR_(x) #x
+#define SLUB_STR(x) SLUB_STR_(x)
+
 /* ---- One child ------------------------------------------------------------ */
 
 static bool parse_line(char *line, struct sample *s)
@@ -398,7 +408,7 @@ static void parse_args(int argc, char **argv)
 		case 'R':
 			eq = strchr(optarg, '=');
 			if (!eq)
-				usage(2);
+				bad_option('R', optarg, "workload=rows");
 			*eq = '\0';
 			for (w = 0; w < NR_WL && strcmp(optarg, workloads[w].name); w++)
 				;
@@ -409,17 +419,17 @@ static void parse_args(int argc, char **argv)
 		case 'd':
 			opt.duration = strtod(optarg, &end);
 			if (*end || !(opt.duration >= 0.01 && opt.duration <= 60))
-				usage(2);
+				bad_option('d', optarg, "seconds from 0.01 to 60");
 			break;
 		case 'r':
 			opt.reps = (unsigned int)strtoul(optarg, &end, 10);
 			if (*end || !opt.reps || opt.reps > MAX_REPS)
-				usage(2);
+				bad_option('r', optarg, "repetitions from 1 to " SLUB_STR(MAX_REPS));
 			break;
 		case 'l':
 			opt.loops = (unsigned int)strtoul(optarg, &end, 10);
 			if (*end || !opt.loops || opt.loops > 100000)
-				usage(2);
+				bad_option('l', optarg, "messages from 1 to 100000");
 			break;
 		case 'o': opt.outdir = optarg; break;
 		case 'I': opt.input = optarg; break;

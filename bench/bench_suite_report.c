@@ -34,16 +34,22 @@ struct cell {
 	unsigned int n;
 	double v[MAX_REPS];
 	double mean, sd;	/* Hmean or Amean; the standard deviation */
+	double median;		/* of v: what the summary compares */
 	double rss_mib;		/* median VmHWM */
 	unsigned long long ops, ctr[NR_CTR];
 	bool have_ctr;
 	unsigned int order, objs;
 };
 
+static double median_sorted(const double *v, unsigned int n)
+{
+	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static void cell_view(unsigned int w, unsigned int r, unsigned int c, enum view view,
 		      struct cell *cl)
 {
-	double rss[MAX_REPS], sum = 0, am;
+	double rss[MAX_REPS], sorted[MAX_REPS], sum = 0, am;
 
 	memset(cl, 0, sizeof(*cl));
 	cl->higher = view == V_METRIC && workloads[w].higher_better;
@@ -69,7 +75,10 @@ static void cell_view(unsigned int w, unsigned int r, unsigned int c, enum view 
 	if (!cl->n)
 		return;
 	qsort(rss, cl->n, sizeof(rss[0]), cmp_double);
-	cl->rss_mib = cl->n & 1 ? rss[cl->n / 2] : (rss[cl->n / 2 - 1] + rss[cl->n / 2]) / 2;
+	cl->rss_mib = median_sorted(rss, cl->n);
+	memcpy(sorted, cl->v, cl->n * sizeof(sorted[0]));
+	qsort(sorted, cl->n, sizeof(sorted[0]), cmp_double);
+	cl->median = median_sorted(sorted, cl->n);
 	for (unsigned int k = 0; k < cl->n; k++)
 		sum += cl->higher ? 1 / cl->v[k] : cl->v[k];
 	cl->mean = cl->higher ? cl->n / sum : sum / cl->n;
@@ -124,10 +133,17 @@ static double gain(const struct cell *cl, const struct cell *base)
 	return 100 * (cl->higher ? cl->mean - base->mean : base->mean - cl->mean) / base->mean;
 }
 
-/* Performance, higher is better, to take ratios of. */
-static double cell_perf(const struct cell *cl)
+/*
+ * A cell's figure, higher is better, from the median of its repetitions:
+ * the summary's. The tables show Hmean and Amean, as mmtests does, but a rep of
+ * rr can run at a tenth of the others when the scheduler puts a pair's
+ * two threads on different CPUs and every message waits for an idle CPU
+ * to wake (every column draws such reps on a small virtual machine); one
+ * such rep sets a harmonic mean of four, the median of four does not move.
+ */
+static double cell_typical(const struct cell *cl)
 {
-	return !cl->mean ? 0 : cl->higher ? cl->mean : 1 / cl->mean;
+	return !cl->median ? 0 : cl->higher ? cl->median : 1 / cl->median;
 }
 
 static int col_index(const char *name)
@@ -292,8 +308,8 @@ static void seed_cmp(FILE *f, unsigned int w, const char *a, const char *b, cons
 }
 
 /*
- * libslub column c against the best peer, row by row (in view v): the
- * geometric mean of the ratios, above 1 where libslub is better; best gets
+ * libslub column c against the best peer, row by row (in view v, each
+ * row's median): the geometric mean of the ratios, above 1 where libslub is better; best gets
  * the peer that was best on most rows.
  */
 static double vs_best_peer(unsigned int w, unsigned int c, enum view v, char *best,
@@ -313,15 +329,15 @@ static double vs_best_peer(unsigned int w, unsigned int c, enum view v, char *be
 			if (opt.cols[p].libslub)
 				continue;
 			cell_view(w, r, p, v, &cl);
-			if (cl.n && cell_perf(&cl) > bp) {
-				bp = cell_perf(&cl);
+			if (cl.n && cell_typical(&cl) > bp) {
+				bp = cell_typical(&cl);
 				bc = (int)p;
 			}
 		}
 		if (bc < 0 || !mine.n)
 			continue;
 		wins[bc]++;
-		logsum += log(cell_perf(&mine) / bp);
+		logsum += log(cell_typical(&mine) / bp);
 		n++;
 	}
 	for (unsigned int p = 0; p < opt.nr_cols; p++)
@@ -356,8 +372,8 @@ static void summary(FILE *f)
 	seed_cmp(f, WL_FSMARK, "2011", "2016", "2016: no harm");
 	seed_cmp(f, WL_HACKBENCH, "2016", "2021", "2021: slab order from present CPUs");
 	fprintf(f, "\nSummary: libslub against the best peer measured in this run "
-		"(ratio > 1: libslub better;\ngeometric mean over the rows; ratios, "
-		"not absolute numbers, are what carries over).\n"
+		"(ratio > 1: libslub better;\ngeometric mean over the rows, each row the median "
+		"of its repetitions;\nratios, not absolute numbers, are what carries over).\n"
 		"default: the default preset through the kmem_cache API; CPU: CPU time "
 		"per allocation\n");
 	fprintf(f, "%-10s %-12s %-8s %-8s %-10s | %-8s %-8s %s\n", "", "best", "",
@@ -379,7 +395,7 @@ static void summary(FILE *f)
 			for (unsigned int row = 0; row < opt.nr_rows[w]; row++) {
 				cell_of(w, row, c, &cl);
 				if (cl.n) {
-					lsum += log(cell_perf(&cl));
+					lsum += log(cell_typical(&cl));
 					n++;
 				}
 			}

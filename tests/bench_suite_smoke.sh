@@ -52,27 +52,48 @@ sed 's/"nproc": [0-9]*, "cpu_model": "[^"]*"/"nproc": 99, "cpu_model": "Made-up 
 "$suite" -I "$out/other" -o "$out/other/out" -P none >/dev/null
 grep -q '^bench_suite: 99 CPUs (Made-up CPU), Linux ' "$out/other/out/suite.txt" ||
 	{ echo "-I: not the run's machine:"; head -1 "$out/other/out/suite.txt"; exit 1; }
+
+# made_up DIR COLUMN:API:VALUE...: a suite.csv of rr's 4-thread row, one
+# repetition per VALUE, for -I to report.
+made_up() {
+	dir=$1
+	shift
+	mkdir -p "$dir"
+	{
+		echo "workload,row,param,threads,column,api,rep,metric,unit,secs,ops,rss_kb,user_s,sys_s,order,objs"
+		for c in "$@"; do
+			col=${c%%:*}
+			rest=${c#*:}
+			rep=0
+			for v in $(echo "${rest#*:}" | tr : ' '); do
+				echo "rr,4,1,4,$col,${rest%%:*},$rep,$v,trans/s,0.2,1000,2048,0.1,0.1,0,0"
+				rep=$((rep + 1))
+			done
+		done
+	} >"$dir/suite.csv"
+}
+
 # The statistics, on numbers made up for it: Hmean per cell, the change
 # against the first column, '*' where Welch's t-test puts it outside the
 # noise. a: 100 x 3; b: 200 x 3 (no spread: significant); c: 100, 300,
 # 150, whose Hmean is 150 and whose spread hides the change.
-mkdir -p "$out/stats"
-{
-	echo "workload,row,param,threads,column,api,rep,metric,unit,secs,ops,rss_kb,user_s,sys_s,order,objs"
-	for c in a:100:100:100 b:200:200:200 c:100:300:150; do
-		col=${c%%:*}
-		rep=0
-		for v in $(echo "${c#*:}" | tr : ' '); do
-			echo "rr,4,1,4,$col,kmem,$rep,$v,trans/s,0.2,1000,2048,0.1,0.1,0,0"
-			rep=$((rep + 1))
-		done
-	done
-} >"$out/stats/suite.csv"
+made_up "$out/stats" a:kmem:100:100:100 b:kmem:200:200:200 c:kmem:100:300:150
 "$suite" -I "$out/stats" -o "$out/stats/out" -P none >"$out.log" 2>&1 ||
 	{ cat "$out.log"; exit 1; }
 grep -Eq '^Hmean 4 +100\.00 \(   0\.00%\) +200\.00 \* 100\.00%\* +150\.00 \(  50\.00%\)$' \
 	"$out/stats/out/suite.txt" ||
 	{ echo "statistics:"; grep Hmean "$out/stats/out/suite.txt"; exit 1; }
+
+# The summary compares each row's median, which one slow repetition (an
+# rr pair put across CPUs) does not move: libslub-malloc's reps 90, 110,
+# 120 and 10 (median 100, Hmean 31) against glibc's 100 x 4 are 1.00;
+# default's 50 x 3 and 500 (median 50, Hmean 65) 0.50.
+made_up "$out/median" default:kmem:50:50:50:500 glibc:malloc:100:100:100:100 \
+	libslub-malloc:malloc:90:110:120:10
+"$suite" -I "$out/median" -o "$out/median/out" -P none >"$out.log" 2>&1 ||
+	{ cat "$out.log"; exit 1; }
+grep -Eq '^rr +default +0\.50 +1\.00 +glibc ' "$out/median/out/suite.txt" ||
+	{ echo "summary:"; tail -4 "$out/median/out/suite.txt"; exit 1; }
 
 # The plots, where matplotlib is installed: drawn from the JSON of a run
 # of one workload (drawing is what takes time here).
