@@ -128,9 +128,26 @@ static __always_inline void *__kmalloc(size_t size, gfp_t gfp,
 	return slab_alloc_node(kmalloc_slab_any(size), gfp, (unsigned int)size, caller);
 }
 
+static __noinline void *kmalloc_general(size_t size, gfp_t gfp, unsigned long caller)
+{
+	return __kmalloc(size, gfp, caller);
+}
+
+/*
+ * The fast path for the kmalloc-8 .. kmalloc-8k classes, which both sets
+ * of classes have; the class table is read only once the slab layer is
+ * up (the acquire pairs with slab_init_slow()'s release).
+ */
 void *kmalloc(size_t size, gfp_t gfp)
 {
-	return __kmalloc(size, gfp, _RET_IP_);
+	if (likely(size - 1 < KMALLOC_MAX_CACHE_SIZE) &&
+	    likely(__atomic_load_n(&slab_initialised, __ATOMIC_ACQUIRE))) {
+		void *object = slab_alloc_fast(kmalloc_slab(size), gfp);
+
+		if (likely(object))
+			return object;
+	}
+	return kmalloc_general(size, gfp, _RET_IP_);
 }
 
 void *__kmalloc_cache(struct kmem_cache *s, gfp_t gfp, size_t size)
@@ -180,7 +197,7 @@ static __noinline void kfree_bad(const void *p, const void *caller)
 	slub_pr_caller(caller);
 }
 
-void kfree(const void *p)
+static __noinline void kfree_general(const void *p, unsigned long caller)
 {
 	struct slab *slab;
 
@@ -188,11 +205,20 @@ void kfree(const void *p)
 		return;
 	slab = virt_to_slab(p);
 	if (likely(slab)) {
-		slab_free(slab->slab_cache, slab, (void *)p, _RET_IP_);
+		slab_free(slab->slab_cache, slab, (void *)p, caller);
 		return;
 	}
 	if (!kfree_large(p))
-		kfree_bad(p, __builtin_return_address(0));
+		kfree_bad(p, (const void *)caller);
+}
+
+void kfree(const void *p)
+{
+	struct slab *slab = virt_to_slab(p);
+
+	if (likely(slab) && likely(slab_free_fast(slab->slab_cache, (void *)p)))
+		return;
+	kfree_general(p, _RET_IP_);
 }
 
 bool kfree_large(const void *p)

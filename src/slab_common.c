@@ -692,16 +692,28 @@ void kmem_cache_destroy(struct kmem_cache *s)
 
 /* ---- Object calls --------------------------------------------------------------------- */
 
-void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
+/* Everything slab_alloc_fast() leaves; caller is kmem_cache_alloc()'s. */
+static __noinline void *kmem_cache_alloc_general(struct kmem_cache *s, gfp_t gfp,
+						 unsigned long caller)
 {
 	if (unlikely(!s)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	return slab_alloc(s, gfp);
+	return slab_alloc_node(s, gfp, 0, caller);
 }
 
-void kmem_cache_free(struct kmem_cache *s, void *obj)
+void *kmem_cache_alloc(struct kmem_cache *s, gfp_t gfp)
+{
+	void *object;
+
+	if (likely(s) && likely((object = slab_alloc_fast(s, gfp))))
+		return object;
+	return kmem_cache_alloc_general(s, gfp, _RET_IP_);
+}
+
+static __noinline void kmem_cache_free_general(struct kmem_cache *s, void *obj,
+					       unsigned long caller)
 {
 	struct slab *slab;
 
@@ -709,10 +721,19 @@ void kmem_cache_free(struct kmem_cache *s, void *obj)
 		return;
 	slab = virt_to_slab(obj);
 	if (unlikely(!slab || slab->slab_cache != s)) {
-		report_bad_free(s, slab, obj, __builtin_return_address(0));
+		report_bad_free(s, slab, obj, (const void *)caller);
 		return;
 	}
-	slab_free(s, slab, obj, _RET_IP_);
+	slab_free(s, slab, obj, caller);
+}
+
+void kmem_cache_free(struct kmem_cache *s, void *obj)
+{
+	struct slab *slab = virt_to_slab(obj);
+
+	if (likely(slab) && likely(slab->slab_cache == s) && likely(slab_free_fast(s, obj)))
+		return;
+	kmem_cache_free_general(s, obj, _RET_IP_);
 }
 
 int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)

@@ -450,6 +450,53 @@ static __always_inline void slab_free(struct kmem_cache *s, struct slab *slab,
 }
 
 /*
+ * The object calls' own fast paths (kmem_cache_alloc(), kmalloc(),
+ * kmem_cache_free(), kfree()): the sheaf's pop or push and, with
+ * statistics on, its counter, each one restartable sequence, with nothing
+ * called on the way, so that the exported functions save no register.
+ * NULL or false sends the caller to its general path by a tail call, which
+ * decides again from the start: fallback mode, a cache without sheaves
+ * (debug caches among them), fault injection, __GFP_ZERO, a sheaf empty,
+ * full or stopped, an object already on top of it, a bad pointer.
+ */
+static __always_inline void stat_fast(const struct kmem_cache *s, enum stat_item si)
+{
+#ifndef SLUB_NO_STATS
+	if (READ_ONCE(slub_stats_on)) {
+		RSEQ_RESTART_POINT(abort);
+		ARCH_RSEQ_ADDV(rseq_area(), pcpu_base + stat_off(s, si), 1L,
+			       PERCPU_UNIT_SHIFT, abort);
+	}
+#endif
+}
+
+static __always_inline void *slab_alloc_fast(struct kmem_cache *s, gfp_t gfp)
+{
+	void *object;
+
+	if (unlikely(!rseq_area_ready()) || unlikely(READ_ONCE(slub_fail_on)) ||
+	    unlikely(gfp & __GFP_ZERO) || unlikely(!READ_ONCE(s->sheaf_capacity)))
+		return NULL;
+	if (unlikely(rseq_array_pop(rseq_area(), pcpu_base + s->cpu_sheaves,
+				    &object) != RSEQ_OK))
+		return NULL;
+	stat_fast(s, ALLOC_PCS);
+	return object;
+}
+
+static __always_inline bool slab_free_fast(struct kmem_cache *s, void *object)
+{
+	if (unlikely(!rseq_area_ready()) || unlikely(!READ_ONCE(s->sheaf_capacity)) ||
+	    unlikely(!object_start_fast(&s->check, object)))
+		return false;
+	if (unlikely(rseq_array_push(rseq_area(), pcpu_base + s->cpu_sheaves,
+				     object) != RSEQ_OK))
+		return false;
+	stat_fast(s, FREE_PCS);
+	return true;
+}
+
+/*
  * The slab an address belongs to, or NULL if it is not inside a slab of
  * the arena. Arithmetic only: tail pages point at their head.
  */

@@ -683,6 +683,73 @@ static void test_double_free(void)
 	done_cache(df_cache);
 }
 
+static void kfree_twice(void *arg)
+{
+	kfree(arg);
+	kfree(arg);
+}
+
+/* Pairs of kmalloc(200)/kfree(): kmalloc-256's sheaf counts, before and after. */
+static void kmalloc_pairs(int n, long long *allocs, long long *frees)
+{
+	long long a0 = st("kmalloc-256", "alloc_cpu_sheaf");
+	long long f0 = st("kmalloc-256", "free_cpu_sheaf");
+
+	for (int i = 0; i < n; i++) {
+		char *p = kmalloc(200, GFP_KERNEL);
+
+		CHECK(p != NULL);
+		kfree(p);
+	}
+	*allocs = st("kmalloc-256", "alloc_cpu_sheaf") - a0;
+	*frees = st("kmalloc-256", "free_cpu_sheaf") - f0;
+}
+
+/*
+ * kmalloc() and kfree() try the sheaf in a fast path of their own and
+ * leave the rest to the general path: each call counts its statistic
+ * once, and none with statistics off; __GFP_ZERO and kzalloc() zero an
+ * object the sheaf held dirty; a second kfree() of an object on top of the sheaf is
+ * reported, and the sheaf holds it once.
+ */
+static void test_object_calls(void)
+{
+	long long allocs, frees;
+	char out[2048];
+	char *p, *q, *r;
+	int dirty = 0;
+
+	kmalloc_pairs(10, &allocs, &frees);
+	CHECK_STAT(allocs, 10);
+	CHECK_STAT(frees, 10);
+	CHECK_EQ(slub_sysfs_write("policy/stats", "0"), 0);
+	kmalloc_pairs(10, &allocs, &frees);
+	CHECK_EQ(slub_sysfs_write("policy/stats", "1"), 0);
+	CHECK_EQ(allocs + frees, 0);
+
+	for (int k = 0; k < 2; k++) {
+		p = kmalloc(200, GFP_KERNEL);
+		memset(p, 0xa5, 256);
+		kfree(p);
+		q = k ? kzalloc(200, GFP_KERNEL) : kmalloc(200, GFP_KERNEL | __GFP_ZERO);
+		CHECK(q == p);
+		for (int i = 0; i < 256; i++)
+			dirty += q[i] != 0;
+		if (!k)
+			kfree(q);
+	}
+	CHECK_EQ(dirty, 0);
+
+	capture_stderr(kfree_twice, q, out, sizeof(out));
+	CHECK(strstr(out, "BUG kmalloc-256: Object already free") != NULL);
+	p = kmalloc(200, GFP_KERNEL);
+	r = kmalloc(200, GFP_KERNEL);
+	CHECK(p == q);
+	CHECK(r != q);
+	kfree(p);
+	kfree(r);
+}
+
 /* X, Y of another slab, X again: the sheaf takes all three, then a flush. */
 static void *df_x, *df_y;
 
@@ -1334,6 +1401,7 @@ int main(void)
 	TEST(test_refill_part_of_new_slab);
 	TEST(test_double_free);
 	TEST(test_double_free_apart);
+	TEST(test_object_calls);
 	TEST(test_cache_map);
 	TEST(test_invalid_pointer);
 	TEST(test_object_check);
