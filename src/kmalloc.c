@@ -214,9 +214,7 @@ static __noinline void kfree_general(const void *p, unsigned long caller)
 
 void kfree(const void *p)
 {
-	struct slab *slab = virt_to_slab(p);
-
-	if (likely(slab) && likely(slab_free_fast(slab->slab_cache, (void *)p)))
+	if (likely(kfree_fast((void *)p)))
 		return;
 	kfree_general(p, _RET_IP_);
 }

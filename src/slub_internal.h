@@ -484,6 +484,28 @@ static __always_inline void *slab_alloc_fast(struct kmem_cache *s, gfp_t gfp)
 	return object;
 }
 
+/*
+ * kfree()'s: the cache from the object's map byte, as the drop-in's free
+ * finds it (sheaf_free_fast()), not from its slab's page: one dependent
+ * load where virt_to_slab() makes three. An object of a cache without a
+ * map id, or of none, gets id 0, whose check fails.
+ */
+static __always_inline bool kfree_fast(void *object)
+{
+	unsigned int map_id = virt_to_map_id(object,
+			__atomic_load_n(&slab_map_limit, __ATOMIC_ACQUIRE));
+	const struct slab_fast *f = &slab_fast[map_id];
+
+	if (unlikely(!rseq_area_ready()) || unlikely(!object_start_fast(&f->check, object)))
+		return false;
+	/* A capacity of 0 on this CPU (no sheaves, a debug cache) fails the push. */
+	if (unlikely(rseq_array_push(rseq_area(), sheaf_slot_addr(map_id),
+				     object) != RSEQ_OK))
+		return false;
+	stat_fast(f->cache, FREE_PCS);
+	return true;
+}
+
 static __always_inline bool slab_free_fast(struct kmem_cache *s, void *object)
 {
 	if (unlikely(!rseq_area_ready()) || unlikely(!READ_ONCE(s->sheaf_capacity)) ||

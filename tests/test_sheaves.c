@@ -689,6 +689,37 @@ static void kfree_twice(void *arg)
 	kfree(arg);
 }
 
+static void kfree_once(void *arg)
+{
+	kfree(arg);
+}
+
+/*
+ * kfree() of a kmem_cache's own object (the kernel allows it) finds the
+ * cache from the page's map byte: the object goes to that cache's sheaf,
+ * counted there, and comes back from it. An address inside an object is
+ * reported, not freed.
+ */
+static void check_kfree_any_cache(void)
+{
+	struct kmem_cache *c = fresh_cache("t-sh-kfree", 72, 8);
+	char out[2048];
+	long long f0;
+	char *p;
+
+	if (!c)
+		return;
+	p = kmem_cache_alloc(c, GFP_KERNEL);
+	f0 = st("t-sh-kfree", "free_cpu_sheaf");
+	kfree(p);
+	CHECK_STAT(st("t-sh-kfree", "free_cpu_sheaf") - f0, 1);
+	CHECK(kmem_cache_alloc(c, GFP_KERNEL) == p);
+	capture_stderr(kfree_once, p + 8, out, sizeof(out));
+	CHECK(strstr(out, "BUG t-sh-kfree: Invalid object pointer") != NULL);
+	kmem_cache_free(c, p);
+	done_cache(c);
+}
+
 /* Pairs of kmalloc(200)/kfree(): kmalloc-256's sheaf counts, before and after. */
 static void kmalloc_pairs(int n, long long *allocs, long long *frees)
 {
@@ -748,6 +779,7 @@ static void test_object_calls(void)
 	CHECK(r != q);
 	kfree(p);
 	kfree(r);
+	check_kfree_any_cache();
 }
 
 /* X, Y of another slab, X again: the sheaf takes all three, then a flush. */
