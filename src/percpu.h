@@ -332,6 +332,38 @@ fail:
 }
 
 /*
+ * This thread's rseq area for callers that have tested percpu_rseq()
+ * themselves: glibc's registration or our own, at the same offset from the
+ * thread pointer in every thread. Ours may not be registered yet: its
+ * sequences then fail in the guard units (percpu.c) to the caller's slow
+ * path, which registers it.
+ */
+static __always_inline rseq_tp_t rseq_area(void)
+{
+	return arch_rseq_tp((uintptr_t)percpu_state.rseq_offset);
+}
+
+/* Any thread's area, by its address (our own registration, say). */
+static __always_inline rseq_tp_t rseq_tp(struct slub_rseq_abi *rs)
+{
+	return arch_rseq_tp((uintptr_t)((char *)rs - (char *)arch_thread_pointer()));
+}
+
+/* this_cpu_pop() for callers with the rseq area in hand (rseq_area()). */
+static __always_inline enum rseq_result
+rseq_pop(rseq_tp_t rs, pcpu_off_t ctl, pcpu_off_t v, size_t off, void **load)
+{
+	RSEQ_RESTART_POINT(abort);
+	ARCH_RSEQ_POP(rs, pcpu_base + ctl, pcpu_base + v, off, load,
+		      PERCPU_UNIT_SHIFT, abort, stopped, fail);
+	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
+fail:
+	return RSEQ_FAIL;
+}
+
+/*
  * On the current CPU: pop the first node of the list whose head is at v;
  * a node's next pointer is off bytes into it.
  */
@@ -341,14 +373,7 @@ this_cpu_pop(pcpu_off_t ctl, pcpu_off_t v, size_t off, void **load)
 	struct slub_rseq_abi *rs;
 
 	RSEQ_GET_OR(rs, percpu_lock_pop(ctl, v, off, load));
-	RSEQ_RESTART_POINT(abort);
-	ARCH_RSEQ_POP(rs, pcpu_base + ctl, pcpu_base + v, off, load,
-		      PERCPU_UNIT_SHIFT, abort, stopped, fail);
-	return RSEQ_OK;
-stopped:
-	return RSEQ_STOPPED;
-fail:
-	return RSEQ_FAIL;
+	return rseq_pop(rseq_tp(rs), ctl, v, off, load);
 }
 
 /* On the current CPU: push node onto the list whose head is at v. */
@@ -370,17 +395,11 @@ enum rseq_result percpu_lock_cmpeq_push(pcpu_off_t ctl, pcpu_off_t vcmp,
 				       uintptr_t expect, pcpu_off_t v,
 				       void *node, size_t off);
 
-/*
- * On the current CPU: if (*vcmp == expect && *v != node) push node onto
- * the list at v. The slab free fast path: vcmp is the CPU slab.
- */
+/* this_cpu_cmpeq_push() for callers with the rseq area in hand. */
 static __always_inline enum rseq_result
-this_cpu_cmpeq_push(pcpu_off_t ctl, pcpu_off_t vcmp, uintptr_t expect,
-		    pcpu_off_t v, void *node, size_t off)
+rseq_cmpeq_push(rseq_tp_t rs, pcpu_off_t ctl, pcpu_off_t vcmp, uintptr_t expect,
+		pcpu_off_t v, void *node, size_t off)
 {
-	struct slub_rseq_abi *rs;
-
-	RSEQ_GET_OR(rs, percpu_lock_cmpeq_push(ctl, vcmp, expect, v, node, off));
 	RSEQ_RESTART_POINT(abort);
 	ARCH_RSEQ_CMPEQ_PUSH(rs, pcpu_base + ctl, pcpu_base + vcmp, expect,
 			     pcpu_base + v, node, off, PERCPU_UNIT_SHIFT,
@@ -392,6 +411,20 @@ fail:
 	return RSEQ_FAIL;
 dup:
 	return RSEQ_DUP;
+}
+
+/*
+ * On the current CPU: if (*vcmp == expect && *v != node) push node onto
+ * the list at v. The slab free fast path: vcmp is the CPU slab.
+ */
+static __always_inline enum rseq_result
+this_cpu_cmpeq_push(pcpu_off_t ctl, pcpu_off_t vcmp, uintptr_t expect,
+		    pcpu_off_t v, void *node, size_t off)
+{
+	struct slub_rseq_abi *rs;
+
+	RSEQ_GET_OR(rs, percpu_lock_cmpeq_push(ctl, vcmp, expect, v, node, off));
+	return rseq_cmpeq_push(rseq_tp(rs), ctl, vcmp, expect, v, node, off);
 }
 
 /*
@@ -422,24 +455,6 @@ _Static_assert(sizeof(struct percpu_ctl) == 8, "the arch's array sequences say 8
 
 enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, void **load);
 enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, void *node);
-
-/*
- * This thread's rseq area for callers that have tested percpu_rseq()
- * themselves: glibc's registration or our own, at the same offset from the
- * thread pointer in every thread. Ours may not be registered yet: its
- * sequences then fail in the guard units (percpu.c) to the caller's slow
- * path, which registers it.
- */
-static __always_inline rseq_tp_t rseq_area(void)
-{
-	return arch_rseq_tp((uintptr_t)percpu_state.rseq_offset);
-}
-
-/* Any thread's area, by its address (our own registration, say). */
-static __always_inline rseq_tp_t rseq_tp(struct slub_rseq_abi *rs)
-{
-	return arch_rseq_tp((uintptr_t)((char *)rs - (char *)arch_thread_pointer()));
-}
 
 /*
  * The array at ctl, given by its CPU 0 address (pcpu_base + offset), with

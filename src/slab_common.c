@@ -731,7 +731,7 @@ void kmem_cache_free(struct kmem_cache *s, void *obj)
 {
 	struct slab *slab = virt_to_slab(obj);
 
-	if (likely(slab) && likely(slab->slab_cache == s) && likely(slab_free_fast(s, obj)))
+	if (likely(slab) && likely(slab->slab_cache == s) && likely(slab_free_fast(s, slab, obj)))
 		return;
 	kmem_cache_free_general(s, obj, _RET_IP_);
 }

@@ -29,19 +29,23 @@ static inline pcpu_off_t stat_off(const struct kmem_cache *s, enum stat_item si)
  * policy.c); -DSLUB_STATS=OFF builds them out. ALLOC_FASTPATH is always
  * counted: it is thrash detection's fastpath_allocs.
  */
-static __always_inline void stat(const struct kmem_cache *s, enum stat_item si)
+static __always_inline bool stat_counts(enum stat_item si)
 {
 #ifdef SLUB_NO_STATS
 	if (si != ALLOC_FASTPATH)
-		return;
+		return false;
 #endif
-	if (si != ALLOC_FASTPATH && !READ_ONCE(slub_stats_on))
-		return;
 #ifdef SLUB_NO_THRASH_COUNTER
 	if (si == ALLOC_FASTPATH)
-		return;
+		return false;
 #endif
-	this_cpu_inc(stat_off(s, si));
+	return si == ALLOC_FASTPATH || READ_ONCE(slub_stats_on);
+}
+
+static __always_inline void stat(const struct kmem_cache *s, enum stat_item si)
+{
+	if (stat_counts(si))
+		this_cpu_inc(stat_off(s, si));
 }
 
 /* stat() by n: objects, not events (the sheaves' refills and flushes). */
@@ -450,75 +454,6 @@ static __always_inline void slab_free(struct kmem_cache *s, struct slab *slab,
 }
 
 /*
- * The object calls' own fast paths (kmem_cache_alloc(), kmalloc(),
- * kmem_cache_free(), kfree()): the sheaf's pop or push and, with
- * statistics on, its counter, each one restartable sequence, with nothing
- * called on the way, so that the exported functions save no register.
- * NULL or false sends the caller to its general path by a tail call, which
- * decides again from the start: fallback mode, a cache without sheaves
- * (debug caches among them), fault injection, __GFP_ZERO, a sheaf empty,
- * full or stopped, an object already on top of it, a bad pointer.
- */
-static __always_inline void stat_fast(const struct kmem_cache *s, enum stat_item si)
-{
-#ifndef SLUB_NO_STATS
-	if (READ_ONCE(slub_stats_on)) {
-		RSEQ_RESTART_POINT(abort);
-		ARCH_RSEQ_ADDV(rseq_area(), pcpu_base + stat_off(s, si), 1L,
-			       PERCPU_UNIT_SHIFT, abort);
-	}
-#endif
-}
-
-static __always_inline void *slab_alloc_fast(struct kmem_cache *s, gfp_t gfp)
-{
-	void *object;
-
-	if (unlikely(!rseq_area_ready()) || unlikely(READ_ONCE(slub_fail_on)) ||
-	    unlikely(gfp & __GFP_ZERO) || unlikely(!READ_ONCE(s->sheaf_capacity)))
-		return NULL;
-	if (unlikely(rseq_array_pop(rseq_area(), pcpu_base + s->cpu_sheaves,
-				    &object) != RSEQ_OK))
-		return NULL;
-	stat_fast(s, ALLOC_PCS);
-	return object;
-}
-
-/*
- * kfree()'s: the cache from the object's map byte, as the drop-in's free
- * finds it (sheaf_free_fast()), not from its slab's page: one dependent
- * load where virt_to_slab() makes three. An object of a cache without a
- * map id, or of none, gets id 0, whose check fails.
- */
-static __always_inline bool kfree_fast(void *object)
-{
-	unsigned int map_id = virt_to_map_id(object,
-			__atomic_load_n(&slab_map_limit, __ATOMIC_ACQUIRE));
-	const struct slab_fast *f = &slab_fast[map_id];
-
-	if (unlikely(!rseq_area_ready()) || unlikely(!object_start_fast(&f->check, object)))
-		return false;
-	/* A capacity of 0 on this CPU (no sheaves, a debug cache) fails the push. */
-	if (unlikely(rseq_array_push(rseq_area(), sheaf_slot_addr(map_id),
-				     object) != RSEQ_OK))
-		return false;
-	stat_fast(f->cache, FREE_PCS);
-	return true;
-}
-
-static __always_inline bool slab_free_fast(struct kmem_cache *s, void *object)
-{
-	if (unlikely(!rseq_area_ready()) || unlikely(!READ_ONCE(s->sheaf_capacity)) ||
-	    unlikely(!object_start_fast(&s->check, object)))
-		return false;
-	if (unlikely(rseq_array_push(rseq_area(), pcpu_base + s->cpu_sheaves,
-				     object) != RSEQ_OK))
-		return false;
-	stat_fast(s, FREE_PCS);
-	return true;
-}
-
-/*
  * The slab an address belongs to, or NULL if it is not inside a slab of
  * the arena. Arithmetic only: tail pages point at their head.
  */
@@ -535,6 +470,104 @@ static inline struct slab *virt_to_slab(const void *addr)
 	if (PAGE_STATE_TYPE(page_state(page)) != PGTY_SLAB)
 		return NULL;
 	return (struct slab *)page;
+}
+
+/*
+ * The object calls' own fast paths (kmem_cache_alloc(), kmalloc(),
+ * kmem_cache_free(), kfree()): the sheaf's pop or push, or for a cache
+ * without sheaves (the presets before 2025) the CPU slab's freelist, and
+ * the statistic's add, each one restartable sequence, with nothing called
+ * on the way, so that the exported functions save no register. NULL or
+ * false sends the caller to its general path by a tail call, which
+ * decides again from the start: fallback mode, a debug cache, fault
+ * injection, __GFP_ZERO, a sheaf or freelist empty, full or stopped, an
+ * object already on top of it, another slab than the CPU slab, a bad
+ * pointer.
+ */
+
+/* stat() with the rseq area known to be ready. */
+static __always_inline void stat_fast(const struct kmem_cache *s, enum stat_item si)
+{
+	if (!stat_counts(si))
+		return;
+	RSEQ_RESTART_POINT(abort);
+	ARCH_RSEQ_ADDV(rseq_area(), pcpu_base + stat_off(s, si), 1L,
+		       PERCPU_UNIT_SHIFT, abort);
+}
+
+static __always_inline void *slab_alloc_fast(struct kmem_cache *s, gfp_t gfp)
+{
+	void *object;
+
+	if (unlikely(!rseq_area_ready()) || unlikely(READ_ONCE(slub_fail_on)) ||
+	    unlikely(gfp & __GFP_ZERO))
+		return NULL;
+	if (likely(READ_ONCE(s->sheaf_capacity))) {
+		if (unlikely(rseq_array_pop(rseq_area(), pcpu_base + s->cpu_sheaves,
+					    &object) != RSEQ_OK))
+			return NULL;
+		stat_fast(s, ALLOC_PCS);
+		return object;
+	}
+	if (unlikely(kmem_cache_debug(s)) ||
+	    unlikely(rseq_pop(rseq_area(), s->cpu_slab, CPU_SLAB_FREELIST(s), s->offset,
+			      &object) != RSEQ_OK))
+		return NULL;
+	stat_fast(s, ALLOC_FASTPATH);
+	return object;
+}
+
+/* The freelist push of a cache without sheaves: object's slab is the CPU slab. */
+static __always_inline bool slab_free_fast_slab(struct kmem_cache *s, struct slab *slab,
+						void *object)
+{
+	if (unlikely(!slab) || unlikely(kmem_cache_debug(s)) ||
+	    unlikely(rseq_cmpeq_push(rseq_area(), s->cpu_slab, CPU_SLAB_SLAB(s),
+				     (uintptr_t)slab, CPU_SLAB_FREELIST(s), object,
+				     s->offset) != RSEQ_OK))
+		return false;
+	stat_fast(s, FREE_FASTPATH);
+	return true;
+}
+
+/* kmem_cache_free()'s, for an object of s in slab. */
+static __always_inline bool slab_free_fast(struct kmem_cache *s, struct slab *slab,
+					   void *object)
+{
+	if (unlikely(!rseq_area_ready()) || unlikely(!object_start_fast(&s->check, object)))
+		return false;
+	if (unlikely(!READ_ONCE(s->sheaf_capacity)))
+		return slab_free_fast_slab(s, slab, object);
+	if (unlikely(rseq_array_push(rseq_area(), pcpu_base + s->cpu_sheaves,
+				     object) != RSEQ_OK))
+		return false;
+	stat_fast(s, FREE_PCS);
+	return true;
+}
+
+/*
+ * kfree()'s: the cache from the object's map byte, as the drop-in's free
+ * finds it (sheaf_free_fast()), not from its slab's page: one dependent
+ * load where virt_to_slab() makes three. An object of a cache without a
+ * map id, or of none, gets id 0, whose check fails.
+ */
+static __always_inline bool kfree_fast(void *object)
+{
+	unsigned int map_id = virt_to_map_id(object,
+			__atomic_load_n(&slab_map_limit, __ATOMIC_ACQUIRE));
+	const struct slab_fast *f = &slab_fast[map_id];
+	struct kmem_cache *s;
+
+	if (unlikely(!rseq_area_ready()) || unlikely(!object_start_fast(&f->check, object)))
+		return false;
+	s = f->cache;
+	if (unlikely(!READ_ONCE(s->sheaf_capacity)))
+		return slab_free_fast_slab(s, virt_to_slab(object), object);
+	if (unlikely(rseq_array_push(rseq_area(), sheaf_slot_addr(map_id),
+				     object) != RSEQ_OK))
+		return false;
+	stat_fast(s, FREE_PCS);
+	return true;
 }
 
 /* kmalloc's caches, smallest first (kmalloc.c has the two sets). */

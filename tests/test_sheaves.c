@@ -737,6 +737,35 @@ static void kmalloc_pairs(int n, long long *allocs, long long *frees)
 }
 
 /*
+ * Without sheaves (the presets before 2025) the calls' fast paths pop and
+ * push the CPU slab's freelist: after the first allocation, which takes
+ * a CPU slab, every kmalloc() and kfree() of the pairs is a fast path,
+ * counted as one.
+ */
+static void check_calls_without_sheaves(void)
+{
+	long long cap = st("kmalloc-256", "sheaf_capacity");
+	long long a0, f0, as0, fs0;
+	char v[16];
+
+	migrate_to(0);		/* one CPU slab throughout */
+	CHECK_EQ(slab_set("kmalloc-256", "sheaf_capacity", "0"), 0);
+	kfree(kmalloc(200, GFP_KERNEL));
+	a0 = st("kmalloc-256", "alloc_fastpath");
+	as0 = st("kmalloc-256", "alloc_slowpath");
+	f0 = st("kmalloc-256", "free_fastpath");
+	fs0 = st("kmalloc-256", "free_slowpath");
+	for (int i = 0; i < 10; i++)
+		kfree(kmalloc(200, GFP_KERNEL));
+	CHECK_STAT(st("kmalloc-256", "alloc_fastpath") - a0, 10);
+	CHECK_STAT(st("kmalloc-256", "alloc_slowpath") - as0, 0);
+	CHECK_STAT(st("kmalloc-256", "free_fastpath") - f0, 10);
+	CHECK_STAT(st("kmalloc-256", "free_slowpath") - fs0, 0);
+	snprintf(v, sizeof(v), "%lld", cap);
+	CHECK_EQ(slab_set("kmalloc-256", "sheaf_capacity", v), 0);
+}
+
+/*
  * kmalloc() and kfree() try the sheaf in a fast path of their own and
  * leave the rest to the general path: each call counts its statistic
  * once, and none with statistics off; __GFP_ZERO and kzalloc() zero an
@@ -780,6 +809,7 @@ static void test_object_calls(void)
 	kfree(p);
 	kfree(r);
 	check_kfree_any_cache();
+	check_calls_without_sheaves();
 }
 
 /* X, Y of another slab, X again: the sheaf takes all three, then a flush. */
