@@ -560,7 +560,10 @@ static __always_inline bool kfree_fast(void *object)
 
 	if (unlikely(!rseq_area_ready()) || unlikely(!object_start_fast(&f->check, object)))
 		return false;
-	s = f->cache;
+	/* NULL if the cache went away since the check: a free racing its destroy. */
+	s = READ_ONCE(f->cache);
+	if (unlikely(!s))
+		return false;
 	if (unlikely(!READ_ONCE(s->sheaf_capacity)))
 		return slab_free_fast_slab(s, virt_to_slab(object), object);
 	if (unlikely(rseq_array_push(rseq_area(), sheaf_slot_addr(map_id),
