@@ -763,6 +763,7 @@ static void check_calls_without_sheaves(void)
 	CHECK_STAT(st("kmalloc-256", "free_slowpath") - fs0, 0);
 	snprintf(v, sizeof(v), "%lld", cap);
 	CHECK_EQ(slab_set("kmalloc-256", "sheaf_capacity", v), 0);
+	unpin();
 }
 
 /*
@@ -779,6 +780,8 @@ static void test_object_calls(void)
 	char *p, *q, *r;
 	int dirty = 0;
 
+	/* One CPU's sheaf throughout: the LIFO checks below need it. */
+	migrate_to(0);
 	kmalloc_pairs(10, &allocs, &frees);
 	CHECK_STAT(allocs, 10);
 	CHECK_STAT(frees, 10);
@@ -808,7 +811,7 @@ static void test_object_calls(void)
 	CHECK(r != q);
 	kfree(p);
 	kfree(r);
-	check_kfree_any_cache();
+	check_kfree_any_cache();	/* unpins, as done_cache() does */
 	check_calls_without_sheaves();
 }
 
