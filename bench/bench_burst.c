@@ -186,8 +186,7 @@ static double med(const struct result *r, unsigned int point)
 
 	for (unsigned int i = 0; i < r->n; i++)
 		v[i] = (double)r->kb[i][point];
-	qsort(v, r->n, sizeof(v[0]), cmp_double);
-	return r->n & 1 ? v[r->n / 2] : (v[r->n / 2 - 1] + v[r->n / 2]) / 2;
+	return median_of(v, r->n);
 }
 
 static bool col_on(unsigned int a)

@@ -219,6 +219,14 @@ int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+double median_of(double *v, unsigned int n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 void json_str(FILE *f, const char *s)
 {
 	fputc('"', f);

@@ -60,6 +60,8 @@ bool is_line_of(const char *text, const char *name, size_t len);
 
 /* qsort comparison of doubles, ascending. */
 int cmp_double(const void *a, const void *b);
+/* The median of n values, which it sorts in place; 0 if none. */
+double median_of(double *v, unsigned int n);
 /* s as a JSON string, quoted, with '"' and '\' escaped, controls dropped. */
 void json_str(FILE *f, const char *s);
 

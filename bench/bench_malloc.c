@@ -570,22 +570,13 @@ static void run_one(unsigned int w, unsigned int a)
 
 /* ---- Report ---------------------------------------------------------------- */
 
-/* The median of n values (sorted in place); 0 if none. */
-static double median(double *v, unsigned int n)
-{
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof(v[0]), cmp_double);
-	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static double med(const struct result *r, bool rss)
 {
 	double v[MAX_REPS];
 
 	for (unsigned int i = 0; i < r->n; i++)
 		v[i] = rss ? (double)r->s[i].hwm_kb : r->s[i].mops;
-	return median(v, r->n);
+	return median_of(v, r->n);
 }
 
 /* The best peer (never libslub): highest throughput or lowest RSS; -1 if none. */
@@ -637,7 +628,7 @@ static double paired_ratio(unsigned int w, bool rss, double *lo, double *hi)
 
 		v[i] = rss ? (double)x->hwm_kb / (double)y->hwm_kb : x->mops / y->mops;
 	}
-	mid = median(v, n);
+	mid = median_of(v, n);
 	*lo = v[0];
 	*hi = v[n - 1];
 	return mid;
@@ -716,7 +707,7 @@ static void print_rings(void)
 					v[n++] = row ? (double)res[a].s[i].hwm_kb /
 						       (double)res[a].s[i].rings_kb :
 						 (double)res[a].s[i].rings_kb / 1024;
-			snprintf(cell, sizeof(cell), row ? "%.2f" : "%.1f", median(v, n));
+			snprintf(cell, sizeof(cell), row ? "%.2f" : "%.1f", median_of(v, n));
 			printf(" %15s", n && !res[a].failed[0] ? cell : "-");
 		}
 	}

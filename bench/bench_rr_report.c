@@ -32,7 +32,7 @@ typedef double metric_fn(const struct point *p);
 static double median(metric_fn *f, unsigned int s, unsigned int m, unsigned int p,
 		     double *spread)
 {
-	double v[MAX_REPS];
+	double v[MAX_REPS], mid;
 	unsigned int n = 0;
 
 	for (unsigned int r = 0; r < opt.reps; r++)
@@ -42,10 +42,10 @@ static double median(metric_fn *f, unsigned int s, unsigned int m, unsigned int 
 		*spread = 0;
 	if (!n)
 		return 0;
-	qsort(v, n, sizeof(v[0]), cmp_double);
+	mid = median_of(v, n);
 	if (spread && v[0] > 0)
 		*spread = v[n - 1] / v[0] - 1;
-	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return mid;
 }
 
 /* The repetitions of one point, summed. */

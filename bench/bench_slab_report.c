@@ -51,8 +51,7 @@ static double median(const struct result *r)
 
 	for (unsigned int i = 0; i < n; i++)
 		v[i] = ns_per_op(&r->s[i]);
-	qsort(v, n, sizeof(v[0]), cmp_double);
-	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return median_of(v, n);
 }
 
 static double min_ns(const struct result *r)

@@ -41,11 +41,6 @@ struct cell {
 	unsigned int order, objs;
 };
 
-static double median_sorted(const double *v, unsigned int n)
-{
-	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void cell_view(unsigned int w, unsigned int r, unsigned int c, enum view view,
 		      struct cell *cl)
 {
@@ -74,11 +69,9 @@ static void cell_view(unsigned int w, unsigned int r, unsigned int c, enum view 
 	}
 	if (!cl->n)
 		return;
-	qsort(rss, cl->n, sizeof(rss[0]), cmp_double);
-	cl->rss_mib = median_sorted(rss, cl->n);
+	cl->rss_mib = median_of(rss, cl->n);
 	memcpy(sorted, cl->v, cl->n * sizeof(sorted[0]));
-	qsort(sorted, cl->n, sizeof(sorted[0]), cmp_double);
-	cl->median = median_sorted(sorted, cl->n);
+	cl->median = median_of(sorted, cl->n);
 	for (unsigned int k = 0; k < cl->n; k++)
 		sum += cl->higher ? 1 / cl->v[k] : cl->v[k];
 	cl->mean = cl->higher ? cl->n / sum : sum / cl->n;
