@@ -48,11 +48,15 @@ for name, w in d["workloads"].items():
     assert close(l["paired_ratio_rss"], pr), (name, l["paired_ratio_rss"], pr)
     assert "paired_ratio_throughput" not in g, name
     # Producer/consumer's rings at their fullest: there, and no more than
-    # two rings of 1,024 blocks of at most 1 KiB can hold.
+    # two rings of 1,024 blocks of at most 1 KiB can hold. One repetition
+    # may find them empty at every sample (a loaded machine gives main few
+    # samples, and a consumer can keep up), but not all six.
     for a in (g, l):
         assert ("rings_peak_kb" in a) == (name == "prodcons"), name
         if name == "prodcons":
-            assert all(0 < k <= 2 * 1024 for k in a["rings_peak_kb"]), a["rings_peak_kb"]
+            assert all(0 <= k <= 2 * 1024 for k in a["rings_peak_kb"]), a["rings_peak_kb"]
+    if name == "prodcons":
+        assert max(g["rings_peak_kb"] + l["rings_peak_kb"]) > 0, (g, l)
 PY
 grep -q '^RSS/rings ' "$out/bm.txt" ||
 	{ echo "no rings table under the RSS table"; cat "$out/bm.txt"; exit 1; }
