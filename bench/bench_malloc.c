@@ -305,7 +305,7 @@ static void *producer(void *arg)
 	size_t made = 0;
 
 	pthread_barrier_wait(&start_barrier);
-	while (!stop) {
+	do {	/* one batch at least: a starved pair still counts */
 		for (unsigned int k = 0; k < CHECK_EVERY; k++) {
 			size_t n;
 
@@ -322,7 +322,7 @@ static void *producer(void *arg)
 			__atomic_store_n(&r->made[head & (RING - 1)], made, __ATOMIC_RELAXED);
 			__atomic_store_n(&r->head, ++head, __ATOMIC_RELEASE);
 		}
-	}
+	} while (!stop);
 	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 	pthread_barrier_wait(&start_barrier);
 	return NULL;
@@ -842,7 +842,7 @@ static void write_json(const char *path)
 				continue;
 			fprintf(f, ",\n      \"%s\": {\"mops\": [", alloc_name[a]);
 			for (unsigned int i = 0; i < r->n; i++)
-				fprintf(f, "%s%.4f", i ? ", " : "", r->s[i].mops);
+				fprintf(f, "%s%.6g", i ? ", " : "", r->s[i].mops);
 			fprintf(f, "], \"peak_rss_kb\": [");
 			for (unsigned int i = 0; i < r->n; i++)
 				fprintf(f, "%s%ld", i ? ", " : "", r->s[i].hwm_kb);
@@ -857,16 +857,16 @@ static void write_json(const char *path)
 				fprintf(f, ", \"failed\": ");
 				json_str(f, r->failed);
 			} else {
-				fprintf(f, ",\n        \"mops_median\": %.4f, \"peak_rss_kb_median\": "
-					"%.1f, \"ratio_throughput_best_peer\": %.4f, "
-					"\"ratio_rss_best_peer\": %.4f", med(r, false),
+				fprintf(f, ",\n        \"mops_median\": %.6g, \"peak_rss_kb_median\": "
+					"%.1f, \"ratio_throughput_best_peer\": %.6g, "
+					"\"ratio_rss_best_peer\": %.6g", med(r, false),
 					med(r, true), ratio(w, a, false), ratio(w, a, true));
 				if (a == A_SLUB) {
 					double lo, hi;
 
-					fprintf(f, ",\n        \"paired_ratio_throughput\": %.4f",
+					fprintf(f, ",\n        \"paired_ratio_throughput\": %.6g",
 						paired_ratio(w, false, &lo, &hi));
-					fprintf(f, ", \"paired_ratio_rss\": %.4f",
+					fprintf(f, ", \"paired_ratio_rss\": %.6g",
 						paired_ratio(w, true, &lo, &hi));
 				}
 			}

@@ -226,11 +226,11 @@ static void rr_thread(struct wthread *t)
 		}
 		return;
 	}
-	while (!stopping()) {
+	do {
 		bq_send(&q[0], rr_msg(rr_cfg.req));
 		rr_msg_free(bq_recv(&q[1]));
 		t->ops++;
-	}
+	} while (!stopping());
 	bq_send(&q[0], (struct bq_item){ NULL, 0 });
 }
 
@@ -359,12 +359,12 @@ static void stream_thread(struct wthread *t)
 	struct bq_item it;
 
 	if (!t->idx) {
-		while (!stopping()) {
+		do {
 			char *m = xalloc(stream_size);
 
 			memcpy(m + 1, src, stream_size - 2);
 			bq_send(q, (struct bq_item){ m, stream_size });
-		}
+		} while (!stopping());
 		bq_send(q, (struct bq_item){ NULL, 0 });
 		return;
 	}
@@ -401,7 +401,7 @@ static void fs_thread(struct wthread *t)
 {
 	char **f = t->arg;
 
-	while (!stopping()) {
+	do {
 		double t0 = thread_cpu();
 
 		for (unsigned int i = 0; i < FS_BURST; i++) {
@@ -412,7 +412,7 @@ static void fs_thread(struct wthread *t)
 		t->ops += FS_BURST;
 		for (unsigned int i = 0; i < 2 * FS_BURST; i++)
 			wl_free(f[i]);
-	}
+	} while (!stopping());
 }
 
 static void run_fsmark(const struct point_spec *ps, struct sample *s)
@@ -447,7 +447,7 @@ static void fp_thread(struct wthread *t)
 	double t0 = thread_cpu();
 	char *p[FP_BATCH];
 
-	while (!stopping()) {
+	do {
 		if (fp_param & FASTPATH_BATCH) {
 			for (unsigned int i = 0; i < FP_CHECK / FP_BATCH; i++) {
 				for (unsigned int j = 0; j < FP_BATCH; j++)
@@ -463,7 +463,7 @@ static void fp_thread(struct wthread *t)
 			}
 		}
 		t->ops += FP_CHECK;
-	}
+	} while (!stopping());
 	t->busy = thread_cpu() - t0;
 }
 

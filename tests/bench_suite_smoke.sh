@@ -1,8 +1,10 @@
 #!/bin/sh
 # The benchmark suite's driver end to end, very short: every workload, a
-# few presets and peers, one repetition of 0.05 s a point (at 0.02 s it
-# failed once in about 60 runs, on a machine with a load average near 10); then the files
+# few presets and peers, one repetition of 0.05 s a point; then the files
 # it writes must be there and parse, with a result for every point it ran.
+# Each workload's threads do one round of work before they look at the
+# stop flag, so a point whose threads a loaded machine starved for the
+# whole 0.05 s still has a result.
 # Usage: bench_suite_smoke.sh bench_suite outdir
 set -eu
 suite=$1

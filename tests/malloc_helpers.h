@@ -23,7 +23,7 @@
 #define MiB		(1024UL * 1024)
 #define PAGE		SLUB_PAGE_SIZE
 #define BLOCK_MAX	(PAGE << MAX_PAGE_ORDER)	/* largest page block */
-#define CHILD_TIMEOUT	10
+#define CHILD_TIMEOUT	60
 
 /* Hide a pointer or a size from the compiler's malloc knowledge. */
 static inline void *hide(void *p)

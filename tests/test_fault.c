@@ -754,10 +754,14 @@ struct churn_totals {
 	unsigned long ops, failures, bad_errno, corrupt;
 };
 
-/* Threads churn for ms milliseconds while the main thread shrinks. */
-static struct churn_totals churn(unsigned int ms)
+static int churn_threads(void)
 {
-	int nr = CHURN_THREADS_PER_CPU * nr_cpus_allowed();
+	return CHURN_THREADS_PER_CPU * nr_cpus_allowed();
+}
+
+/* nr threads churn for ms milliseconds while the main thread shrinks. */
+static struct churn_totals churn(unsigned int ms, int nr)
+{
 	struct churner *cs = calloc((size_t)nr, sizeof(*cs));
 	struct churn_totals t = { 0 };
 	struct timespec t0, now;
@@ -819,7 +823,7 @@ static void check_recovered(long long pages_before, bool full_churn)
 	CHECK_EQ(pages_used(), pages_before);
 	CHECK_EQ(page_alloc_check(), 0);
 	if (full_churn) {
-		t = churn(300);
+		t = churn(300, churn_threads());
 		CHECK_EQ(t.failures, 0);
 		CHECK_EQ(t.corrupt, 0);
 		CHECK(t.ops > 0);
@@ -847,7 +851,7 @@ static void test_churn_under_faults(void)
 	CHECK_EQ(slub_sysfs_write("fail/object_injected", "0"), 0);
 	set_faults("10", "20");
 	CHECK_EQ(slub_sysfs_write("fail/object", "2"), 0);
-	t = churn(1500);
+	t = churn(1500, churn_threads());
 	CHECK_EQ(slub_sysfs_write("fail/object", "0"), 0);
 	set_faults("0", "0");
 	page_inj = fail_num("page_injected");
@@ -855,7 +859,7 @@ static void test_churn_under_faults(void)
 	obj_inj = fail_num("object_injected");
 	fprintf(stderr, "%d threads, %lu operations, %lu failed (%lld page, "
 		"%lld slab and %lld object failures injected), %lu corrupted\n",
-		CHURN_THREADS_PER_CPU * nr_cpus_allowed(), t.ops, t.failures,
+		churn_threads(), t.ops, t.failures,
 		page_inj, slab_inj, obj_inj, t.corrupt);
 	CHECK(page_inj > 0 && slab_inj > 0 && obj_inj > 0);
 	CHECK(t.failures > 0);
@@ -864,18 +868,28 @@ static void test_churn_under_faults(void)
 	check_recovered(before, true);
 }
 
-/* SLUB_ARENA_SIZE reached for real: the same results as injected failures. */
+/*
+ * SLUB_ARENA_SIZE reached for real: the same results as injected failures.
+ * The threads must be able to hold more than the arena (each holds up to
+ * about 1.5 MB): at least 6, whatever the CPUs allowed, and a round that
+ * chance kept below the limit is run again, up to 5.
+ */
 static void test_arena_limit(void)
 {
+	int nr = churn_threads() > 6 ? churn_threads() : 6;
 	struct churn_totals t;
 	long long before;
 
 	create_churn_caches();
 	before = pages_used();
-	t = churn(1500);
-	fprintf(stderr, "arena of %lld pages: %lu operations, %lu failed, "
-		"%lu corrupted\n", zoneinfo("pages_total"), t.ops, t.failures,
-		t.corrupt);
+	for (int round = 0; round < 5; round++) {
+		t = churn(1500, nr);
+		fprintf(stderr, "arena of %lld pages, %d threads: %lu operations, "
+			"%lu failed, %lu corrupted\n", zoneinfo("pages_total"), nr,
+			t.ops, t.failures, t.corrupt);
+		if (t.failures || t.bad_errno || t.corrupt)
+			break;
+	}
 	CHECK(t.failures > 0);
 	CHECK_EQ(t.bad_errno, 0);
 	CHECK_EQ(t.corrupt, 0);

@@ -34,7 +34,7 @@
 
 #define MiB		(1024UL * 1024)
 #define NR_FORKS	200
-#define CHILD_TIMEOUT	10	/* seconds before a stuck child is killed */
+#define CHILD_TIMEOUT	60	/* seconds before a stuck child is killed (load) */
 #define LIVE		64
 #define INHERITED	64
 

@@ -396,6 +396,16 @@ static pcpu_off_t l_off;
 static int stop_running;
 static unsigned long dup_claims, stops;
 
+/*
+ * The hammers may all be done before a loaded machine ran the stopper
+ * once: let it stop a CPU before it is told to quit (up to 30 s).
+ */
+static void wait_for_a_stop(void)
+{
+	for (int i = 0; i < 30000 && !__atomic_load_n(&stops, __ATOMIC_RELAXED); i++)
+		usleep(1000);
+}
+
 #define L_HEAD	(l_off + offsetof(struct pcpu_list, head))
 #define NEXT_OFF offsetof(struct node, next)
 
@@ -477,8 +487,7 @@ static void *stopper_thread(void *arg)
 		}
 		WRITE_ONCE(l->head, rev);
 		percpu_resume(l_off, cpu);
-		stops++;
-		if (stops % 16 == 0)
+		if (__atomic_add_fetch(&stops, 1, __ATOMIC_RELAXED) % 16 == 0)
 			sched_yield();
 	}
 	return NULL;
@@ -503,6 +512,7 @@ static void test_lists_with_stopper(void)
 	dup_claims = stops = 0;
 	pthread_create(&stopper, NULL, stopper_thread, NULL);
 	run_threads(list_thread, h, 200000 / SCALE);
+	wait_for_a_stop();
 	__atomic_store_n(&stop_running, 1, __ATOMIC_RELEASE);
 	pthread_join(stopper, NULL);
 
@@ -652,8 +662,7 @@ static void *array_stopper(void *arg)
 			a->objects[j - 1] = t;
 		}
 		percpu_resume(a_off, cpu);
-		stops++;
-		if (stops % 16 == 0)
+		if (__atomic_add_fetch(&stops, 1, __ATOMIC_RELAXED) % 16 == 0)
 			sched_yield();
 	}
 	return NULL;
@@ -682,6 +691,7 @@ static void test_arrays_with_stopper(void)
 	dup_claims = stops = 0;
 	pthread_create(&stopper, NULL, array_stopper, NULL);
 	run_threads(array_thread, h, 100000 / SCALE);
+	wait_for_a_stop();
 	__atomic_store_n(&stop_running, 1, __ATOMIC_RELEASE);
 	pthread_join(stopper, NULL);
 
