@@ -287,7 +287,10 @@ void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist)
 		tail = DEACTIVATE_TO_TAIL;
 	}
 	for (iter = freelist; iter; iter = get_freepointer(s, iter)) {
-		free_delta++;
+		if (unlikely(++free_delta > (int)slab->objects)) {
+			report_freelist_cycle(s, slab);
+			return;
+		}
 		freelist_tail = iter;
 	}
 	do {
@@ -816,15 +819,17 @@ void slab_count(struct kmem_cache *s, struct slab_counts *cnt)
 void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
 		     const void *caller)
 {
-	if (s)
-		slab_add_error(s);
-	if (slab)
+	if (!s)
+		slub_pr_err("BUG: kmem_cache_free(): NULL cache; object %p (%s) not freed\n",
+			    obj, slab ? slab->slab_cache->name : "not a slab object");
+	else if (slab)
 		slub_pr_err("BUG %s: Wrong slab cache. %s but object %p is from %s\n",
-			    s ? s->name : "(null)", s ? s->name : "(null)", obj,
-			    slab->slab_cache->name);
+			    s->name, s->name, obj, slab->slab_cache->name);
 	else
 		slub_pr_err("BUG %s: Invalid pointer %p: not a slab object\n",
-			    s ? s->name : "(null)", obj);
+			    s->name, obj);
+	if (s)
+		slab_add_error(s);
 	slub_pr_caller(caller);
 	/* Where the object came from, if its cache remembers. */
 	if (slab)
@@ -853,6 +858,23 @@ __noinline void report_invalid_pointer(struct kmem_cache *s, const void *obj,
 		    "start of an object of its slab; not freed\n", s->name,
 		    (unsigned long)obj, obj);
 	slub_pr_caller(caller);
+}
+
+/*
+ * A CPU freelist longer than its slab has objects: an object freed twice
+ * with other frees between (A, B, A), which the head check cannot see,
+ * chained it into a cycle. The freelist cannot be given back, and walking
+ * it would never end: the slab stays frozen and out of every list, its
+ * memory leaked, as the kernel's on_freelist() clears a freelist it finds
+ * corrupt rather than trust it.
+ */
+__noinline void report_freelist_cycle(struct kmem_cache *s, struct slab *slab)
+{
+	slab_add_error(s);
+	slub_pr_err("BUG %s: Freelist cycle detected\nSlab %p: an object on its CPU "
+		    "freelist was freed twice; the slab is leaked, not reused\n",
+		    s->name, (void *)slab);
+	slub_pr_caller(__builtin_return_address(0));
 }
 
 /* A free of the object at the head of a freelist: it is free already. */

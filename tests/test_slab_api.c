@@ -892,6 +892,11 @@ static void test_wrong_cache_free(void)
 	CHECK(strstr(out, "BUG t-right: ") != NULL);
 	CHECK_EQ(ksize(large), 4 * PAGE);	/* still allocated */
 	kfree(large);
+	/* No cache at all: reported with the object's own, not freed. */
+	bf = (struct bad_free){ NULL, p };
+	capture_stderr(do_cache_free, &bf, out, sizeof(out));
+	CHECK(strstr(out, "BUG: kmem_cache_free(): NULL cache; object ") != NULL);
+	CHECK(strstr(out, "(t-right) not freed") != NULL);
 	CHECK_EQ(frees_of("t-right"), 0);
 	CHECK(!hands_out(b, p));
 	CHECK(!hands_out(a, p));
@@ -973,6 +978,59 @@ static void test_double_free(void)
 		return;
 	d.remote = true;
 	status = run_in_child(double_free_child, &d);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+}
+
+/*
+ * A double free with another free between (A, B, A) on a cache without
+ * sheaves: no cheap check sees it, and the CPU freelist becomes a cycle.
+ * The flush that gives the CPU slab back must find the cycle, report it
+ * and leak the slab, not walk it for ever (with slab_mutex held): the
+ * shrink returns, and the cache goes on with a new slab. In a child, with
+ * an alarm: exit 0 when all that held.
+ */
+static void freelist_cycle_shrink(void *arg)
+{
+	kmem_cache_shrink(arg);
+}
+
+static void freelist_cycle_child(void *arg)
+{
+	struct double_free *d = arg;
+	struct kmem_cache *s = kmem_cache_create("t-df3", 64, 0, 0, NULL);
+	void *a, *b, *c, *n[3];
+
+	if (!s || slab_set("t-df3", "sheaf_capacity", "0"))
+		_exit(3);
+	migrate_to(0);
+	a = kmem_cache_alloc(s, GFP_KERNEL);
+	b = kmem_cache_alloc(s, GFP_KERNEL);
+	c = kmem_cache_alloc(s, GFP_KERNEL);
+	if (!a || !b || !c)
+		_exit(3);
+	kmem_cache_free(s, a);
+	kmem_cache_free(s, b);
+	kmem_cache_free(s, a);
+	alarm(30);
+	capture_stderr(freelist_cycle_shrink, s, d->out, sizeof(d->out));
+	if (!strstr(d->out, "BUG t-df3: Freelist cycle detected"))
+		_exit(2);
+	for (int i = 0; i < 3; i++) {
+		n[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		if (!n[i] || n[i] == a || n[i] == b)
+			_exit(1);
+	}
+	if (n[0] == n[1] || n[0] == n[2] || n[1] == n[2])
+		_exit(1);
+	_exit(0);
+}
+
+static void test_freelist_cycle(void)
+{
+	struct double_free d = { .remote = false };
+	int status = run_in_child(freelist_cycle_child, &d);
+
 	CHECK(WIFEXITED(status));
 	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
 }
@@ -1067,6 +1125,7 @@ int main(int argc, char **argv)
 	TEST(test_sysfs_partial_tunables);
 	TEST(test_wrong_cache_free);
 	TEST(test_double_free);
+	TEST(test_freelist_cycle);
 	TEST(test_kfree_invalid);
 	TEST(test_destroy);
 	return test_done();
