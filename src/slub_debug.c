@@ -814,10 +814,22 @@ void fill_free_map(unsigned long *map, struct kmem_cache *s, struct slab *slab)
 	const unsigned int bits = 8 * sizeof(long);
 	void *addr = slab_address(slab);
 
-	memset(map, 0, (slab->objects + bits - 1) / bits * sizeof(long));
-	for (void *p = slab->freelist; p; p = get_freepointer(s, p)) {
-		unsigned int i = obj_to_index(s, addr, p);
+	unsigned int n = 0;
 
+	memset(map, 0, (slab->objects + bits - 1) / bits * sizeof(long));
+	/*
+	 * At most the slab's objects, each inside it: a freelist a double
+	 * free chained into a cycle, or a stray write redirected, ends here
+	 * (the callers that check the freelist have reported it already).
+	 */
+	for (void *p = slab->freelist; p && n++ < slab->objects; p = get_freepointer(s, p)) {
+		unsigned int i;
+
+		if ((char *)p < (char *)addr)
+			break;
+		i = obj_to_index(s, addr, p);
+		if (i >= slab->objects)
+			break;
 		map[i / bits] |= 1UL << (i % bits);
 	}
 }
