@@ -665,6 +665,17 @@ unsigned long slub_trim(void)
 	return page_alloc_shrink();
 }
 
+/* Whether s is on slab_caches, slab_mutex held: a look at no cache's memory. */
+static bool is_live_cache(const struct kmem_cache *s)
+{
+	struct list_head *pos;
+
+	list_for_each(pos, &slab_caches)
+		if (list_entry(pos, struct kmem_cache, list) == s)
+			return true;
+	return false;
+}
+
 void kmem_cache_destroy(struct kmem_cache *s)
 {
 	unsigned long caller = _RET_IP_;
@@ -672,6 +683,14 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	if (!s)
 		return;
 	slub_lock(&slab_mutex);
+	/* A cache destroyed already, or no cache: its memory is not to be read. */
+	if (unlikely(!is_live_cache(s))) {
+		slub_unlock(&slab_mutex);
+		slub_pr_err("BUG: kmem_cache_destroy(): %p is not a cache (destroyed "
+			    "already?); nothing done\n", (void *)s);
+		slub_pr_caller((const void *)caller);
+		return;
+	}
 	kmem_cache_shrink_locked(s);
 	if (READ_ONCE(get_node(s, 0)->nr_slabs)) {
 		/* Keep everything: freeing live objects' slabs would corrupt. */
