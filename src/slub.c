@@ -269,6 +269,15 @@ static inline void *freeze_slab(struct kmem_cache *s, struct slab *slab)
 	return take_freelist(s, slab, true);
 }
 
+/* Is p an object of slab: the same naturally aligned block, at an object's start? */
+static inline bool object_of_slab(struct kmem_cache *s, struct slab *slab, const void *p)
+{
+	if (likely(!(((uintptr_t)p ^ (uintptr_t)slab_address(slab)) & ~(uintptr_t)s->check.mask)) &&
+	    likely(object_start_fast(&s->check, p)))
+		return true;
+	return object_start(s, slab, p);
+}
+
 /*
  * Give a CPU slab back: splice the CPU freelist onto the slab's freelist,
  * unfreeze it, and put it where it belongs (the kernel's deactivate_slab).
@@ -289,6 +298,10 @@ void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist)
 	for (iter = freelist; iter; iter = get_freepointer(s, iter)) {
 		if (unlikely(++free_delta > (int)slab->objects)) {
 			report_freelist_cycle(s, slab);
+			return;
+		}
+		if (unlikely(!object_of_slab(s, slab, iter))) {
+			report_freepointer_corrupt(s, slab, iter);
 			return;
 		}
 		freelist_tail = iter;
@@ -581,6 +594,13 @@ static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp,
 	WRITE_ONCE(c->slab, slab);
 
 load_freelist:
+	if (unlikely(!freepointer_ok(s, freelist))) {
+		/* The CPU is stopped: its freelist and slab go, the slab leaked. */
+		report_freepointer_corrupt(s, c->slab, get_freepointer(s, freelist));
+		WRITE_ONCE(c->freelist, NULL);
+		WRITE_ONCE(c->slab, NULL);
+		return freelist;
+	}
 	WRITE_ONCE(c->freelist, get_freepointer(s, freelist));
 	return freelist;
 }
@@ -641,6 +661,23 @@ static __noinline void move_partial_to_head(struct kmem_cache *s,
 
 
 /*
+ * The chain head .. tail of cnt objects without its tail, which is free
+ * already: the new tail, NULL if none is left (or the chain is not what
+ * cnt says). The other objects are freed, not lost with it.
+ */
+static void *chain_drop_tail(struct kmem_cache *s, void *head, void *tail, int cnt)
+{
+	void *p = head;
+
+	for (int i = 1; p && i < cnt - 1; i++)
+		p = get_freepointer(s, p);
+	if (cnt < 2 || !p || get_freepointer(s, p) != tail)
+		return NULL;
+	set_freepointer(s, p, NULL);
+	return p;
+}
+
+/*
  * Free cnt objects (head .. tail, already chained) of one slab that is not
  * this CPU's CPU slab (the kernel's __slab_free()).
  */
@@ -664,10 +701,12 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 			n = NULL;
 		}
 		slab_read(slab, &prior, &counters);
-		if (unlikely(prior == tail)) {
+		while (unlikely(prior == tail)) {
 			/* The kernel's hardened set_freepointer(): object == fp. */
 			report_double_free(s, tail);
-			return;
+			tail = chain_drop_tail(s, head, tail, cnt--);
+			if (!tail)
+				return;
 		}
 		set_freepointer(s, tail, prior);
 		new.counters = counters;
@@ -875,6 +914,47 @@ __noinline void report_freelist_cycle(struct kmem_cache *s, struct slab *slab)
 		    "freelist was freed twice; the slab is leaked, not reused\n",
 		    s->name, (void *)slab);
 	slub_pr_caller(__builtin_return_address(0));
+}
+
+/*
+ * A freelist that reaches something that is no object of its slab: the
+ * program wrote into an object that was on it, most often one it freed
+ * twice with other frees between and got back twice. Nothing past that
+ * pointer can be trusted, and following it could fault: the slab is left
+ * frozen and out of every list, its memory leaked (as for a cycle).
+ */
+__noinline void report_freepointer_corrupt(struct kmem_cache *s, struct slab *slab,
+					   const void *p)
+{
+	slab_add_error(s);
+	slub_pr_err("BUG %s: Freepointer corrupt\nSlab %p: its freelist reaches %p, "
+		    "not an object of the slab (an object freed twice and written "
+		    "since?); the slab is leaked, not reused\n", s->name, (void *)slab, p);
+	slub_pr_caller(__builtin_return_address(0));
+}
+
+/* The exact answer for freepointer_ok(): next an object of object's slab. */
+bool freepointer_in_slab(struct kmem_cache *s, const void *object, const void *next)
+{
+	struct slab *slab = virt_to_slab(object);
+
+	return slab && object_start(s, slab, next);
+}
+
+/*
+ * A pop found the CPU freelist's next pointer corrupt (freepointer_ok()):
+ * flush the CPU that has the object's slab, which may not be ours by now;
+ * deactivate_slab() reports the corrupt pointer and leaks the slab, before
+ * any pop follows it.
+ */
+__noinline void freelist_corrupt(struct kmem_cache *s, void *object)
+{
+	struct slab *slab = virt_to_slab(object);
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		if (READ_ONCE(cpu_slab(s, cpu)->slab) == slab)
+			flush_cpu_slab(s, cpu);
 }
 
 /* A free of the object at the head of a freelist: it is free already. */

@@ -136,6 +136,7 @@ void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
 		     const void *caller);
 void report_double_free(struct kmem_cache *s, const void *obj);
 void report_freelist_cycle(struct kmem_cache *s, struct slab *slab);
+void report_freepointer_corrupt(struct kmem_cache *s, struct slab *slab, const void *p);
 void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		 void *tail, int cnt);
 void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist);
@@ -209,6 +210,50 @@ static inline void background_tick(void)
 
 
 /*
+ * Is obj, in a slab of the cache c belongs to, the start of an object? A
+ * multiply and a few compares (slab.h has the arithmetic); false also
+ * when it cannot tell, and then object_start() decides. A free must never
+ * put an address inside an object on a freelist or in a sheaf: it would
+ * be handed out overlapping another object.
+ */
+static __always_inline bool object_start_fast(const struct object_check *c,
+					      const void *obj)
+{
+	/* Acquire: the constants were written before objects (slab_common.c). */
+	uint32_t objects = __atomic_load_n(&c->objects, __ATOMIC_ACQUIRE);
+	uint32_t q = ((uint32_t)(uintptr_t)obj & c->mask) * c->inv;
+
+	q = (q >> c->shift) | (q << ((32 - c->shift) & 31));	/* ror */
+	return q < objects;
+}
+
+bool freepointer_in_slab(struct kmem_cache *s, const void *object, const void *next);
+void freelist_corrupt(struct kmem_cache *s, void *object);
+
+/*
+ * Is the free pointer of object, just taken from a freelist, one the next
+ * pop can follow: NULL, or the start of an object of the same slab? A
+ * double free with other frees between (A, B, A) hands A out twice, and
+ * the program's data in A becomes the freelist's next pointer; followed,
+ * it would fault inside the library. The hardened kernel obfuscates the
+ * pointer instead (CONFIG_SLAB_FREELIST_HARDENED); here the slow paths,
+ * which refill sheaves and serve caches without them, check it: the same
+ * naturally aligned slab, and object_start_fast(), else the exact answer.
+ */
+static __always_inline bool freepointer_ok(struct kmem_cache *s, const void *object)
+{
+	const void *next = __atomic_load_n((void *const *)((const char *)object + s->offset),
+					   __ATOMIC_RELAXED);
+
+	if (!next)
+		return true;
+	if (likely(!(((uintptr_t)next ^ (uintptr_t)object) & ~(uintptr_t)s->check.mask)) &&
+	    likely(object_start_fast(&s->check, next)))
+		return true;
+	return freepointer_in_slab(s, object, next);
+}
+
+/*
  * Allocation from the slabs: pop the CPU freelist, one restartable
  * sequence. Anything else (empty, stopped) is the slow path's business.
  */
@@ -220,6 +265,8 @@ static __always_inline void *__slab_alloc_slab(struct kmem_cache *s, gfp_t gfp,
 	if (likely(this_cpu_pop(s->cpu_slab, CPU_SLAB_FREELIST(s), s->offset,
 				&object) == RSEQ_OK)) {
 		stat(s, ALLOC_FASTPATH);
+		if (unlikely(!freepointer_ok(s, object)))
+			freelist_corrupt(s, object);
 		return object;
 	}
 	return __slab_alloc(s, gfp, grow);
@@ -259,24 +306,6 @@ void object_check_off(struct kmem_cache *s);
 bool object_start(struct kmem_cache *s, struct slab *slab, const void *obj);
 void report_invalid_pointer(struct kmem_cache *s, const void *obj,
 			    const void *caller);
-
-/*
- * Is obj, in a slab of the cache c belongs to, the start of an object? A
- * multiply and a few compares (slab.h has the arithmetic); false also
- * when it cannot tell, and then object_start() decides. A free must never
- * put an address inside an object on a freelist or in a sheaf: it would
- * be handed out overlapping another object.
- */
-static __always_inline bool object_start_fast(const struct object_check *c,
-					      const void *obj)
-{
-	/* Acquire: the constants were written before objects (slab_common.c). */
-	uint32_t objects = __atomic_load_n(&c->objects, __ATOMIC_ACQUIRE);
-	uint32_t q = ((uint32_t)(uintptr_t)obj & c->mask) * c->inv;
-
-	q = (q >> c->shift) | (q << ((32 - c->shift) & 31));	/* ror */
-	return q < objects;
-}
 
 /* Sheaves (sheaf.c). */
 void *alloc_from_pcs_slow(struct kmem_cache *s, gfp_t gfp);

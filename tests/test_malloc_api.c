@@ -1318,6 +1318,50 @@ static void double_free_large(void)
 	}
 }
 
+/*
+ * Freed, trimmed (the sheaf's objects back to their slabs), freed again
+ * and trimmed again: the object is linked into its slab's freelist twice,
+ * where no cheap check sees it, and handed out twice. The program's bytes
+ * in it must then be reported as a corrupt free pointer when a refill
+ * reaches them, never followed (or, with slub_debug, the second free is
+ * reported): the mallocs after it all succeed, and the child lives.
+ */
+static void *dt_obj;
+
+static void free_trim_and_fill(void *arg)
+{
+	(void)arg;
+	free(dt_obj);
+	malloc_trim(0);
+	for (int i = 0; i < 1000; i++) {
+		void *p = malloc(hide_size(64));
+
+		CHECK(p != NULL);
+		if (!p)
+			break;
+		memset(p, 0x41, 64);
+	}
+}
+
+static void double_free_trimmed(void)
+{
+	void *live[8];
+	char out[2048];
+
+	for (int i = 0; i < 8; i++)
+		live[i] = malloc(hide_size(64));
+	dt_obj = malloc(hide_size(64));
+	free(dt_obj);
+	malloc_trim(0);
+	capture_stderr(free_trim_and_fill, NULL, out, sizeof(out));
+	if (!strstr(out, "BUG kmalloc-64")) {
+		fprintf(stderr, "double free across a trim: report was '%s'\n", out);
+		CHECK(0);
+	}
+	for (int i = 0; i < 8; i++)
+		free(live[i]);
+}
+
 static void test_bad_free(void)
 {
 	int status = in_child(bad_frees);
@@ -1331,6 +1375,8 @@ static void test_double_free(void)
 
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	status = in_child(double_free_large);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	status = in_child(double_free_trimmed);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 

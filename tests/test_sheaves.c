@@ -856,6 +856,115 @@ static void test_double_free_apart(void)
 	done_cache(df_cache);
 }
 
+/*
+ * Freed, flushed, freed again and flushed again: the second flush links
+ * the object into its slab's freelist a second time, below the head, so
+ * the refills hand it out twice, and the program's bytes in it become a
+ * free pointer. The refill must see that pointer is no object of the
+ * slab and report it (or the flush the double free), never follow it: in
+ * a child, which writes every object it gets and exits 0 when it lived
+ * and the report came.
+ */
+static void df_flush_child(void *arg)
+{
+	struct kmem_cache *s = fresh_cache("t-sh-df3", 64, 16);
+	void *live[8], *a, *p;
+
+	if (!s)
+		_exit(3);
+	for (int i = 0; i < 8; i++)
+		live[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	a = kmem_cache_alloc(s, GFP_KERNEL);
+	alarm(30);
+	kmem_cache_free(s, a);
+	kmem_cache_shrink(s);
+	kmem_cache_free(s, a);
+	kmem_cache_shrink(s);
+	/* Out of the capture: a crash here must not lose what was said. */
+	for (int i = 0; i < 300; i++) {
+		p = kmem_cache_alloc(s, GFP_KERNEL);
+		if (!p)
+			_exit(1);
+		memset(p, 0x41, 64);
+	}
+	(void)arg;
+	(void)live;
+	_exit(0);
+}
+
+static void df_flush_run(void *arg)
+{
+	int *status = arg;
+
+	*status = run_in_child(df_flush_child, NULL);
+}
+
+static void test_double_free_flushed(void)
+{
+	char out[4096];
+	int status = -1;
+
+	capture_stderr(df_flush_run, &status, out, sizeof(out));
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+	CHECK(strstr(out, "BUG t-sh-df3: ") != NULL);
+	if (!strstr(out, "BUG t-sh-df3: ") || !WIFEXITED(status))
+		fprintf(stderr, "status %#x, report:\n%s\n", status, out);
+}
+
+/*
+ * X freed and flushed to its slab's freelist, whose head it is; then Y of
+ * the same slab and X again: the flush chains Y -> X, whose tail X is the
+ * freelist's head. Reported, and Y still freed: the cache counts in use
+ * just what the test holds.
+ */
+static void *dt_x, *dt_y;
+
+static void double_free_tail(void *arg)
+{
+	struct kmem_cache *s = arg;
+
+	kmem_cache_free(s, dt_y);
+	kmem_cache_free(s, dt_x);
+	kmem_cache_shrink(s);
+}
+
+static void test_double_free_tail(void)
+{
+	struct kmem_cache *s = fresh_cache("t-sh-dt", 256, 16);
+	long long per_slab;
+	void *o[64] = { 0 };
+	char out[2048];
+	int i, n, held;
+
+	if (!s)
+		return;
+	per_slab = st("t-sh-dt", "objs_per_slab");
+	n = per_slab * 2 <= 64 ? (int)per_slab * 2 : 64;
+	for (i = 0; i < n; i++)
+		o[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	/* Two objects of one slab, which the others keep full. */
+	dt_x = o[0];
+	for (i = 1; i < n && !dt_y; i++)
+		if (virt_to_slab(o[i]) == virt_to_slab(dt_x))
+			dt_y = o[i];
+	CHECK(dt_y != NULL);
+	if (!dt_y)
+		return;
+	kmem_cache_free(s, dt_x);
+	kmem_cache_shrink(s);
+	capture_stderr(double_free_tail, s, out, sizeof(out));
+	CHECK(strstr(out, "BUG t-sh-dt: Object already free") != NULL);
+	held = 0;
+	for (i = 0; i < n; i++)
+		held += o[i] != dt_x && o[i] != dt_y;
+	CHECK_EQ(st("t-sh-dt", "objects"), held);
+	for (i = 0; i < n; i++)
+		if (o[i] != dt_x && o[i] != dt_y)
+			kmem_cache_free(s, o[i]);
+	done_cache(s);
+}
+
 struct bad_free {
 	struct kmem_cache *s;
 	void *p;
@@ -1466,6 +1575,8 @@ int main(void)
 	TEST(test_refill_part_of_new_slab);
 	TEST(test_double_free);
 	TEST(test_double_free_apart);
+	TEST(test_double_free_flushed);
+	TEST(test_double_free_tail);
 	TEST(test_object_calls);
 	TEST(test_cache_map);
 	TEST(test_invalid_pointer);

@@ -1018,8 +1018,18 @@ static void freelist_cycle_child(void *arg)
 	kmem_cache_free(s, b);
 	kmem_cache_free(s, a);
 	alarm(30);
+	if (d->remote) {
+		/*
+		 * Written: A handed out once and filled, so the freelist's
+		 * B -> A -> the program's bytes, which the flush must not follow.
+		 */
+		if (kmem_cache_alloc(s, GFP_KERNEL) != a)
+			_exit(3);
+		memset(a, 0x41, 64);
+	}
 	capture_stderr(freelist_cycle_shrink, s, d->out, sizeof(d->out));
-	if (!strstr(d->out, "BUG t-df3: Freelist cycle detected"))
+	if (!strstr(d->out, d->remote ? "BUG t-df3: Freepointer corrupt" :
+			    "BUG t-df3: Freelist cycle detected"))
 		_exit(2);
 	for (int i = 0; i < 3; i++) {
 		n[i] = kmem_cache_alloc(s, GFP_KERNEL);
@@ -1040,11 +1050,14 @@ static void freelist_cycle_child(void *arg)
 
 static void test_freelist_cycle(void)
 {
-	struct double_free d = { .remote = false };
-	int status = run_in_child(freelist_cycle_child, &d);
+	/* .remote here: A handed out and written after the double free. */
+	for (int written = 0; written < 2; written++) {
+		struct double_free d = { .remote = written };
+		int status = run_in_child(freelist_cycle_child, &d);
 
-	CHECK(WIFEXITED(status));
-	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+		CHECK(WIFEXITED(status));
+		CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+	}
 }
 
 static void test_kfree_invalid(void)
@@ -1101,6 +1114,10 @@ static void test_destroy(void)
 	CHECK_EQ(slub_sysfs_read("slab/t-destroy", buf, sizeof(buf)), -ENOENT);
 	CHECK(slub_sysfs_read("slab", out, sizeof(out)) > 0);
 	CHECK(!listed(out, "t-destroy/"));
+	/* Destroyed twice: reported, and its freed memory not used. */
+	capture_stderr(do_destroy, s, out, sizeof(out));
+	CHECK(strstr(out, "BUG: kmem_cache_destroy(): ") != NULL);
+	CHECK(strstr(out, "is not a cache (destroyed already?)") != NULL);
 	kmem_cache_destroy(NULL);
 	CHECK_EQ(kmem_cache_shrink(NULL), -EINVAL);
 	errno = 0;
