@@ -278,20 +278,19 @@ size_t ksize(const void *p)
 	return size;
 }
 
-void kmalloc_resize(const void *p, size_t new_size, gfp_t gfp)
+bool kmalloc_resize(const void *p, size_t new_size, gfp_t gfp)
 {
 	struct slab *slab = virt_to_slab(p);
 	size_t ks;
 
 	if (!slab)
-		return;
-	if (slub_debug_orig_size(slab->slab_cache)) {
-		kmalloc_debug_resize(slab->slab_cache, (void *)p, new_size, gfp);
-		return;
-	}
+		return true;
+	if (kmem_cache_debug(slab->slab_cache))
+		return kmalloc_debug_resize(slab->slab_cache, slab, (void *)p, new_size, gfp);
 	ks = slab->slab_cache->object_size;
 	if ((gfp & __GFP_ZERO) && new_size < ks)
 		memset((char *)p + new_size, 0, ks - new_size);
+	return true;
 }
 
 /*
@@ -321,9 +320,11 @@ void *krealloc(const void *p, size_t new_size, gfp_t gfp)
 	}
 	slab = virt_to_slab(p);
 	if (new_size <= ks) {
-		if (slab)
-			kmalloc_resize(p, new_size, gfp);
-		else if (gfp & __GFP_ZERO)
+		if (slab && !kmalloc_resize(p, new_size, gfp)) {
+			errno = EINVAL;
+			return NULL;
+		}
+		if (!slab && (gfp & __GFP_ZERO))
 			memset((char *)p + new_size, 0, ks - new_size);
 		return (void *)p;
 	}

@@ -390,8 +390,10 @@ static void *slub_realloc(void *p, size_t size, const void *caller)
 	}
 	/* Fits, and not worth moving to save less than half. */
 	if (size <= old && size >= old / 2) {
-		if (in_arena(p))
-			kmalloc_resize(p, size, GFP_KERNEL);
+		if (in_arena(p) && !kmalloc_resize(p, size, GFP_KERNEL)) {
+			errno = EINVAL;	/* a debug cache found it free */
+			return NULL;
+		}
 		return p;
 	}
 move:

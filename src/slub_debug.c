@@ -501,14 +501,28 @@ void skip_orig_size_check(struct kmem_cache *s, const void *object)
  * krealloc() keeping the object: zero what __GFP_ZERO promises, take the
  * new request size, and make the rest kmalloc red zone again.
  */
-void kmalloc_debug_resize(struct kmem_cache *s, void *object, size_t new_size,
-			  gfp_t gfp)
+bool kmalloc_debug_resize(struct kmem_cache *s, struct slab *slab, void *object,
+			  size_t new_size, gfp_t gfp)
 {
 	struct kmem_cache_node *n = get_node(s, 0);
 	unsigned int ks = s->object_size, orig;
 	u8 *p = object;
 
 	list_lock(s, n);
+	/* The free path's checks of the same (a debug cache keeps its free objects on the slab). */
+	if ((s->flags & SLAB_CONSISTENCY_CHECKS) ? on_freelist(s, slab, object) :
+	    object == slab->freelist) {
+		object_err(s, slab, object, "Object already free");
+		list_unlock(n);
+		return false;
+	}
+	if (!slub_debug_orig_size(s)) {
+		/* No request size kept: only the zeroing, as without debug. */
+		if ((gfp & __GFP_ZERO) && new_size < ks)
+			memset(p + new_size, 0, ks - new_size);
+		list_unlock(n);
+		return true;
+	}
 	orig = get_orig_size(s, object);
 	if (gfp & __GFP_ZERO) {
 		if (orig < new_size)
@@ -520,6 +534,7 @@ void kmalloc_debug_resize(struct kmem_cache *s, void *object, size_t new_size,
 	if ((s->flags & SLAB_RED_ZONE) && new_size < ks)
 		memset(p + new_size, SLUB_RED_ACTIVE, ks - new_size);
 	list_unlock(n);
+	return true;
 }
 
 /* ---- New slabs and objects ------------------------------------------------------------ */

@@ -123,9 +123,12 @@ void slab_add_error(struct kmem_cache *s);
 unsigned int get_orig_size(struct kmem_cache *s, void *object);
 /* ksize(): the caller may use the whole object now. */
 void skip_orig_size_check(struct kmem_cache *s, const void *object);
-/* krealloc() within the object: new request size, red zone, zeroing. */
-void kmalloc_debug_resize(struct kmem_cache *s, void *object, size_t new_size,
-			  gfp_t gfp);
+/*
+ * krealloc() within the object: new request size, red zone, zeroing;
+ * false, reported and nothing written, if the object is free.
+ */
+bool kmalloc_debug_resize(struct kmem_cache *s, struct slab *slab, void *object,
+			  size_t new_size, gfp_t gfp);
 
 /* Allocated objects of a slab: the bits of the free ones are set. */
 void fill_free_map(unsigned long *map, struct kmem_cache *s, struct slab *slab);

@@ -671,8 +671,11 @@ bool kfree_large(const void *p);
  * would and return true.
  */
 bool report_inside_object(const void *p, const void *caller);
-/* realloc() keeping p: its new request size (red zone, orig_size). */
-void kmalloc_resize(const void *p, size_t new_size, gfp_t gfp);
+/*
+ * realloc() keeping p: its new request size (red zone, orig_size). false
+ * if a debug cache finds p free (reported): the caller fails, EINVAL.
+ */
+bool kmalloc_resize(const void *p, size_t new_size, gfp_t gfp);
 /* A kmalloc cache (SLAB_KMALLOC, aligned to its size's power of two). */
 struct kmem_cache *create_kmalloc_cache(const char *name, unsigned int size);
 
