@@ -317,7 +317,7 @@ static void free_to_slabs(struct kmem_cache *s, void **objs, unsigned int n)
 			}
 			/* The hardened set_freepointer()'s check: no object is its own next. */
 			if (unlikely(o == head)) {
-				report_double_free(s, o);
+				report_double_free(s, o, NULL);
 			} else {
 				set_freepointer(s, o, head);
 				head = o;
@@ -624,7 +624,7 @@ void free_to_pcs_slow(struct kmem_cache *s, void *object)
 	if (r == RSEQ_OK) {
 		stat(s, FREE_PCS);
 	} else if (r == RSEQ_DUP) {
-		report_double_free(s, object);
+		report_double_free(s, object, NULL);
 	} else {
 		if (r == RSEQ_STOPPED)
 			stat(s, SHEAF_BUSY);

@@ -703,7 +703,7 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		slab_read(slab, &prior, &counters);
 		while (unlikely(prior == tail)) {
 			/* The kernel's hardened set_freepointer(): object == fp. */
-			report_double_free(s, tail);
+			report_double_free(s, tail, NULL);
 			tail = chain_drop_tail(s, head, tail, cnt--);
 			if (!tail)
 				return;
@@ -958,12 +958,13 @@ __noinline void freelist_corrupt(struct kmem_cache *s, void *object)
 }
 
 /* A free of the object at the head of a freelist: it is free already. */
-__noinline void report_double_free(struct kmem_cache *s, const void *obj)
+__noinline void report_double_free(struct kmem_cache *s, const void *obj,
+				   const void *caller)
 {
 	slab_add_error(s);
 	slub_pr_err("BUG %s: Object already free\nObject %p: freed again while "
 		    "it is the last object freed on this CPU\n", s->name, obj);
-	slub_pr_caller(__builtin_return_address(0));
+	slub_pr_caller(caller ? caller : __builtin_return_address(0));
 }
 
 /* ---- Flushing CPUs ------------------------------------------------------------------ */

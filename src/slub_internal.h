@@ -134,7 +134,8 @@ void discard_slab(struct kmem_cache *s, struct slab *slab);
 unsigned long count_partial_free(struct kmem_cache *s, struct kmem_cache_node *n);
 void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
 		     const void *caller);
-void report_double_free(struct kmem_cache *s, const void *obj);
+/* caller: the program's call, where known; NULL: the library's own. */
+void report_double_free(struct kmem_cache *s, const void *obj, const void *caller);
 void report_freelist_cycle(struct kmem_cache *s, struct slab *slab);
 void report_freepointer_corrupt(struct kmem_cache *s, struct slab *slab, const void *p);
 void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
@@ -294,7 +295,7 @@ static __always_inline void slab_free_slab(struct kmem_cache *s,
 		return;
 	}
 	if (unlikely(r == RSEQ_DUP)) {
-		report_double_free(s, object);
+		report_double_free(s, object, NULL);
 		return;
 	}
 	__slab_free(s, slab, object, object, 1);
@@ -478,7 +479,7 @@ static __always_inline void slab_free(struct kmem_cache *s, struct slab *slab,
 	if (likely(r == RSEQ_OK))
 		stat(s, FREE_PCS);
 	else if (unlikely(r == RSEQ_DUP))
-		report_double_free(s, object);
+		report_double_free(s, object, (const void *)addr);
 	else
 		free_to_pcs_slow(s, object);
 }

@@ -18,6 +18,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdint.h>
@@ -1252,6 +1253,24 @@ static void bad_frees(void)
 	free(a.p);
 }
 
+/* free() whose return address is in here: no tail call. */
+static __attribute__((noinline)) void free_here(void *arg)
+{
+	free(((struct free_arg *)arg)->p);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* Whether a report's "caller: 0x..." lies in fn (its first 64 bytes). */
+static bool called_from(const char *report, void (*fn)(void *))
+{
+	const char *c = strstr(report, "caller: 0x");
+	uintptr_t ip;
+
+	if (!c || sscanf(c, "caller: %" SCNxPTR, &ip) != 1)
+		return false;
+	return ip > (uintptr_t)fn && ip < (uintptr_t)fn + 64;
+}
+
 /*
  * A small object freed twice in a row: "Object already free", and the
  * second free is not done: the next two allocations are distinct.
@@ -1269,6 +1288,14 @@ static void double_free_small(void)
 	capture_stderr(do_free, &a, out, sizeof(out));
 	if (!strstr(out, "Object already free")) {
 		fprintf(stderr, "double free: report was '%s'\n", out);
+		CHECK(0);
+	}
+	/* The caller named is the program's free() call, not the library. */
+	a.p = malloc(hide_size(40));
+	free(a.p);
+	capture_stderr(free_here, &a, out, sizeof(out));
+	if (!kmalloc_debug && !called_from(out, free_here)) {
+		fprintf(stderr, "double free: caller not free_here(): '%s'\n", out);
 		CHECK(0);
 	}
 	for (int i = 0; i < NR; i++) {
