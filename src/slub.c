@@ -272,10 +272,7 @@ static inline void *freeze_slab(struct kmem_cache *s, struct slab *slab)
 /* Is p an object of slab: the same naturally aligned block, at an object's start? */
 static inline bool object_of_slab(struct kmem_cache *s, struct slab *slab, const void *p)
 {
-	if (likely(!(((uintptr_t)p ^ (uintptr_t)slab_address(slab)) & ~(uintptr_t)s->check.mask)) &&
-	    likely(object_start_fast(&s->check, p)))
-		return true;
-	return object_start(s, slab, p);
+	return object_in_block_fast(s, slab_address(slab), p) || object_start(s, slab, p);
 }
 
 /*

@@ -229,6 +229,19 @@ static __always_inline bool object_start_fast(const struct object_check *c,
 }
 
 bool freepointer_in_slab(struct kmem_cache *s, const void *object, const void *next);
+
+/*
+ * p at an object's start in the naturally aligned slab-sized block that
+ * holds in (an address of the slab)? Yes only when sure; a no decides
+ * nothing, and object_start() gives the exact answer.
+ */
+static __always_inline bool object_in_block_fast(const struct kmem_cache *s, const void *in,
+						 const void *p)
+{
+	return likely(!(((uintptr_t)p ^ (uintptr_t)in) & ~(uintptr_t)s->check.mask)) &&
+	       likely(object_start_fast(&s->check, p));
+}
+
 void freelist_corrupt(struct kmem_cache *s, void *object);
 
 /*
@@ -246,12 +259,8 @@ static __always_inline bool freepointer_ok(struct kmem_cache *s, const void *obj
 	const void *next = __atomic_load_n((void *const *)((const char *)object + s->offset),
 					   __ATOMIC_RELAXED);
 
-	if (!next)
-		return true;
-	if (likely(!(((uintptr_t)next ^ (uintptr_t)object) & ~(uintptr_t)s->check.mask)) &&
-	    likely(object_start_fast(&s->check, next)))
-		return true;
-	return freepointer_in_slab(s, object, next);
+	return !next || object_in_block_fast(s, object, next) ||
+	       freepointer_in_slab(s, object, next);
 }
 
 /*
