@@ -24,10 +24,17 @@ int slub_initialised;
 static struct slub_lock init_lock = SLUB_LOCK_INIT;
 static int init_error;
 
-/* libslub-malloc's registry of huge blocks (malloc.c); not in libslub. */
+/*
+ * libslub-malloc's registry of huge blocks and vfork heap
+ * (malloc_huge.c), and its page runs' lock (malloc_runs.c); not in
+ * libslub.
+ */
 void malloc_fork_prepare(void) __attribute__((weak));
 void malloc_fork_parent(void) __attribute__((weak));
 void malloc_fork_child(void) __attribute__((weak));
+void runs_fork_prepare(void) __attribute__((weak));
+void runs_fork_parent(void) __attribute__((weak));
+void runs_fork_child(void) __attribute__((weak));
 void malloc_sysfs_init(void) __attribute__((weak));
 
 static struct slub_lock slab_init_lock = SLUB_LOCK_INIT;
@@ -35,11 +42,13 @@ static struct slub_lock slab_init_lock = SLUB_LOCK_INIT;
 /*
  * Every lock, in the one order all paths follow: stdio's list lock, the
  * bring-up's two, the vfork heap's and the huge-block registry's
- * (libslub-malloc), then, once
- * the library is up, slab_mutex, sysfs_lock, each cache's per-CPU locks
- * and list_lock, the stack depot's lock (slub_debug), the pcp locks,
- * zone->lock. Before it is up those do not exist yet, and the bring-up,
- * which holds init_lock, cannot be half done.
+ * (libslub-malloc), then, once the library is up, slab_mutex, sysfs_lock,
+ * the page runs' runs_lock (libslub-malloc: its malloc/ files take it
+ * under sysfs_lock, and it takes the page allocator's), each cache's
+ * per-CPU locks and list_lock, the stack depot's lock (slub_debug), the
+ * pcp locks, zone->lock. Before it is up those do not exist yet, and the
+ * bring-up, which holds init_lock, cannot be half done; nor can a run,
+ * which needs the arena.
  */
 static bool fork_locked_all;
 
@@ -70,6 +79,8 @@ static void fork_prepare(void)
 		return;
 	slub_lock(&slab_mutex);
 	slub_lock(&sysfs_lock);
+	if (runs_fork_prepare)
+		runs_fork_prepare();
 	slab_fork_prepare();
 	stack_depot_fork_prepare();
 	page_alloc_fork_prepare();
@@ -81,6 +92,8 @@ static void fork_parent(void)
 		page_alloc_fork_parent();
 		stack_depot_fork_parent();
 		slab_fork_parent();
+		if (runs_fork_parent)
+			runs_fork_parent();
 		slub_unlock(&sysfs_lock);
 		slub_unlock(&slab_mutex);
 	}
@@ -104,6 +117,9 @@ static void fork_child(void)
 	} else {
 		sheaf_fast_fork_child();	/* a vfork may come first */
 	}
+	/* Not taken before the bring-up, but malloc_trim() may hold it then. */
+	if (runs_fork_child)
+		runs_fork_child();
 	background_thread_fork_child();
 	if (malloc_fork_child)
 		malloc_fork_child();

@@ -568,19 +568,16 @@ void malloc_fork_prepare(void)
 {
 	vfork_heap_fork_prepare();	/* its lock is taken before huge_lock */
 	slub_lock(&huge_lock);
-	runs_fork_prepare();		/* before zone.lock, as runs_alloc() takes them */
 }
 
 void malloc_fork_parent(void)
 {
-	runs_fork_parent();
 	slub_unlock(&huge_lock);
 	vfork_heap_fork_parent();
 }
 
 void malloc_fork_child(void)
 {
-	runs_fork_child();
 	slub_lock_init(&huge_lock);
 	vfork_heap_fork_child();
 	malloc_vfork_fork_child();

@@ -49,8 +49,9 @@
  * Everything is under runs_lock: a request of 64 KiB or more costs far
  * more in the program's own writes than one lock, and the page
  * allocator took its zone lock for each such block before (orders above
- * PAGE_ALLOC_COSTLY_ORDER have no pcp lists). Lock order: runs_lock, then
- * the page allocator's (zone.lock), as fork takes them (init.c).
+ * PAGE_ALLOC_COSTLY_ORDER have no pcp lists). Lock order: sysfs_lock (the
+ * malloc/ files below read and set the runs under it), runs_lock, then the
+ * page allocator's (zone.lock), as fork takes them (init.c).
  */
 #include <errno.h>
 #include <limits.h>

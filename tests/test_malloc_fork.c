@@ -921,6 +921,95 @@ static void test_first_call_in_new_threads(void)
 	CHECK_EQ(page_alloc_check(), 0);
 }
 
+/*
+ * fork() while another thread reads and writes the malloc/ files, whose
+ * runs_* take the runs' lock under sysfs_lock (what the control thread
+ * does for `slabinfo -p PID --get malloc/runs_bytes`). The fork handlers
+ * took the runs' lock before sysfs_lock, and the first fork waited on
+ * the reader for ever. A hang is reported from SIGALRM.
+ */
+#define SYSFS_FORKS	1000
+
+static int sysfs_stop;
+static unsigned long sysfs_reads;
+
+static void *sysfs_reader(void *arg)
+{
+	static const char *const files[] = {
+		"malloc/runs_bytes", "malloc/runs_check", "malloc/runs_free_bytes",
+		"slab/kmalloc-64/objects",
+	};
+	char buf[64];
+
+	(void)arg;
+	for (unsigned int i = 0; !__atomic_load_n(&sysfs_stop, __ATOMIC_RELAXED); i++) {
+		if (slub_sysfs_read(files[i % 4], buf, sizeof(buf)) > 0)
+			__atomic_fetch_add(&sysfs_reads, 1, __ATOMIC_RELAXED);
+		if (i % 16 == 0 && slub_sysfs_read("malloc/runs_max_bytes", buf, sizeof(buf)) > 0)
+			slub_sysfs_write("malloc/runs_max_bytes", buf);
+	}
+	return NULL;
+}
+
+static void fork_sysfs_hung(int sig)
+{
+	static const char msg[] = "fork_sysfs: fork() beside a malloc/ reader hung\n";
+
+	(void)sig;
+	(void)!write(2, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+static int fork_sysfs_child(void)
+{
+	char buf[64];
+	char *run = malloc(300 << 10);	/* a run: the runs' lock */
+
+	if (!run || slub_sysfs_read("malloc/runs_bytes", buf, sizeof(buf)) <= 0)
+		return 1;
+	run[0] = run[(300 << 10) - 1] = 1;
+	free(run);
+	return 0;
+}
+
+static void test_fork_sysfs(void)
+{
+	char *run = malloc(200 << 10);	/* a chunk of runs exists */
+	struct timespec t0, t;
+	int forks = 0, failed = 0, status;
+	pthread_t tid;
+	pid_t pid;
+
+	CHECK(run != NULL);
+	signal(SIGALRM, fork_sysfs_hung);
+	CHECK_EQ(pthread_create(&tid, NULL, sysfs_reader, NULL), 0);
+	while (!__atomic_load_n(&sysfs_reads, __ATOMIC_RELAXED))
+		usleep(100);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		alarm(CHILD_TIMEOUT);
+		fflush(NULL);
+		pid = fork();
+		if (pid == 0) {
+			alarm(CHILD_TIMEOUT);
+			_exit(fork_sysfs_child());
+		}
+		CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+		failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+		forks++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (forks < SYSFS_FORKS && t.tv_sec - t0.tv_sec < 5);
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+	__atomic_store_n(&sysfs_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(tid, NULL);
+	fprintf(stderr, "%d forks beside %lu reads of malloc/ and slab/ files\n",
+		forks, __atomic_load_n(&sysfs_reads, __ATOMIC_RELAXED));
+	CHECK_EQ(failed, 0);
+	free(run);
+	CHECK_EQ(page_alloc_check(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "atfork-first"))
@@ -930,6 +1019,7 @@ int main(int argc, char **argv)
 	TEST(test_fork_malloc);
 	TEST(test_vfork_malloc);
 	TEST(test_fork_during_vfork);
+	TEST(test_fork_sysfs);
 	TEST(test_vfork_nested);
 	TEST(test_vfork_sigchld);
 	TEST(test_fork_in_vfork_child);
