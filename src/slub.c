@@ -638,24 +638,35 @@ void *__slab_alloc(struct kmem_cache *s, gfp_t gfp, bool grow)
  * Patch 3/3 ("slub: sort parital list when thrashing"): while this CPU is
  * thrashing, a slab that now has enough free objects goes to the head of
  * the node partial list, so the thrashing scan finds it first.
+ *
+ * __slab_free() asks before its swap, and takes list_lock then, as the
+ * patch did under the slab lock: once the swap has freed its objects the
+ * caller owns nothing in the slab, which other frees may then empty and
+ * discard, and its page may become another cache's slab, on that cache's
+ * partial list. Moved after the swap with only this cache's list_lock,
+ * such a slab went from the other cache's list to this one's, neither
+ * count changed, and the next get_partial_node() here took the other
+ * cache's slab as one of its own.
  */
-static __noinline void move_partial_to_head(struct kmem_cache *s,
-					    struct slab *slab)
+static inline bool thrash_move_wanted(struct kmem_cache *s, struct slab *slab,
+				      const struct slab *new)
 {
-	struct kmem_cache_node *n = get_node(s, slab_nid(slab));
-
 	/*
 	 * A slab on a CPU partial list (which the 2009 kernel did not have)
-	 * is on no node list: nothing to move, so no list_lock to take.
+	 * is on no node list: nothing to move, so no list_lock to take. new
+	 * holds the counters the swap is to store.
 	 */
-	if (!(READ_ONCE(slab->flags) & SL_partial) || skip_partial(s, slab))
-		return;
-	list_lock(s, n);
-	if (slab->flags & SL_partial)
-		list_move(&slab->slab_list, &n->partial);
-	list_unlock(n);
+	return unlikely(cpu_thrashing(s)) && (READ_ONCE(slab->flags) & SL_partial) &&
+	       (unsigned int)(new->objects - new->inuse) >= READ_ONCE(s->min_free_watermark);
 }
 
+/* list_lock held since before the swap: the slab is still this cache's. */
+static void move_partial_to_head(struct kmem_cache *s, struct kmem_cache_node *n,
+				 struct slab *slab, bool on_node_partial)
+{
+	if (on_node_partial && !skip_partial(s, slab))
+		list_move(&slab->slab_list, &n->partial);
+}
 
 /*
  * The chain head .. tail of cnt objects without its tail, which is free
@@ -682,7 +693,7 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		 void *tail, int cnt)
 {
 	struct kmem_cache_node *n = NULL;
-	bool was_frozen, on_node_partial = false, cpu_partial;
+	bool was_frozen, on_node_partial = false, cpu_partial, thrash;
 	unsigned long counters;
 	struct slab new;
 	void *prior;
@@ -715,6 +726,7 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		 * or a slab that was full is left on no list.
 		 */
 		cpu_partial = kmem_cache_has_cpu_partial(s);
+		thrash = false;
 		if ((!new.inuse || !prior) && !was_frozen) {
 			/* Needs to be taken off a list, or put on one. */
 			if (!cpu_partial || prior) {
@@ -722,6 +734,11 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 				list_lock(s, n);
 				on_node_partial = slab->flags & SL_partial;
 			}
+		} else if (prior && !was_frozen && thrash_move_wanted(s, slab, &new)) {
+			thrash = true;
+			n = get_node(s, slab_nid(slab));
+			list_lock(s, n);
+			on_node_partial = slab->flags & SL_partial;
 		}
 	} while (!slab_update_freelist(s, slab, prior, counters, head,
 				      new.counters));
@@ -733,9 +750,12 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 			/* It was full: it goes to this CPU's partial list. */
 			put_cpu_partial(s, slab);
 			stat(s, CPU_PARTIAL_FREE);
-		} else if (prior && unlikely(cpu_thrashing(s))) {
-			move_partial_to_head(s, slab);
 		}
+		return;
+	}
+	if (thrash) {
+		move_partial_to_head(s, n, slab, on_node_partial);
+		list_unlock(n);
 		return;
 	}
 	/* Partly free but on no node list: a CPU partial slab. Leave it. */

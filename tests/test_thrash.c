@@ -29,11 +29,14 @@
  * "C<cpu> fastpath_allocs=.. slowpath_allocs=.. thrashing=..", and the
  * node partial list, in order, from slab/<c>/partial_slabs.
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "page_alloc.h"
+#include "slub_internal.h"
 #include "test.h"
 
 /* A statistic: v, or 0 where they are built out (SLAB_STATS). */
@@ -455,6 +458,13 @@ static void test_thrash_detect(void)
  * objects moves it to the head of the list; one that leaves fewer does
  * not, and a CPU that is not thrashing moves nothing.
  */
+/* Free objects 0 .. nr - 1 of setup slab i. */
+static void free_first(struct kmem_cache *s, int i, long long nr)
+{
+	for (long long j = 0; j < nr; j++)
+		free1(s, i, j);
+}
+
 static void test_thrash_sort_on_free(void)
 {
 	const char *c = "t-thrash-sort";
@@ -469,12 +479,9 @@ static void test_thrash_sort_on_free(void)
 	for (int i = 0; i < 4; i++)
 		free1(s, i, m / 2);
 	free1(s, Y, 0);
-	for (long long j = 0; j < wm - 1; j++)
-		free1(s, V, j);
-	for (long long j = 0; j < wm - 1; j++)
-		free1(s, X, j);
-	for (long long j = 0; j < wm - 2; j++)
-		free1(s, Z, j);
+	free_first(s, V, wm - 1);
+	free_first(s, X, wm - 1);
+	free_first(s, Z, wm - 2);
 	{
 		const int sl[] = { 0, 1, 2, 3, Y, V, X, Z };
 		const long long fr[] = { 1, 1, 1, 1, 1, wm - 1, wm - 1, wm - 2 };
@@ -668,11 +675,97 @@ static void test_thrash_ratio_back_on(void)
 	teardown(s);
 }
 
+/*
+ * The move to the head is made under the list_lock that the free takes
+ * before its swap: once the swap has freed the object, the freeing CPU
+ * owns nothing in the slab, which other frees could then empty and
+ * discard, and its page become another cache's slab on that cache's
+ * partial list. Moved after the swap, under this cache's list_lock only,
+ * such a slab went from the other cache's list to this one's (a stress
+ * run of 48 threads: "nr_partial is 3, the node partial list holds 4",
+ * then objects of one cache handed out over another's).
+ *
+ * Another thread holds list_lock while a thrashing free that would move
+ * its slab runs: the object must still be in use when the lock is
+ * given back, and the slab at the head after it.
+ */
+struct lock_holder {
+	struct kmem_cache *s;
+	struct slab *slab;
+	int locked;
+	unsigned int inuse_before, inuse_held;
+};
+
+static void *hold_list_lock(void *arg)
+{
+	struct lock_holder *h = arg;
+	struct kmem_cache_node *n = get_node(h->s, 0);	/* one node */
+	struct slab now;
+
+	list_lock(h->s, n);
+	now.counters = READ_ONCE(h->slab->counters);
+	h->inuse_before = now.inuse;
+	__atomic_store_n(&h->locked, 1, __ATOMIC_RELEASE);
+	/* Long enough for the free to have run its swap, had it done so. */
+	for (int i = 0; i < 20; i++) {
+		usleep(10 * 1000);
+		now.counters = READ_ONCE(h->slab->counters);
+		if (now.inuse != h->inuse_before)
+			break;
+	}
+	h->inuse_held = now.inuse;
+	list_unlock(n);
+	return NULL;
+}
+
+static void test_thrash_move_locked(void)
+{
+	const char *c = "t-thrash-locked";
+	struct kmem_cache *s = setup(c, NULL);
+	enum { Y = 4, X = 5 };
+	struct lock_holder h = { 0 };
+	pthread_t t;
+
+	if (!s)
+		return;
+	for (int i = 0; i < 4; i++)
+		free1(s, i, m / 2);
+	free1(s, Y, 0);
+	free_first(s, X, wm - 1);
+	/* Four swaps: the free path counts this CPU as thrashing. */
+	for (int k = 0; k < 4; k++)
+		CHECK(slab_of(alloc1(s)) == S(k));
+	CHECK_THRASH(c, 0, 3, 0);
+	{
+		const int sl[] = { Y, X };
+		const long long fr[] = { 1, wm - 1 };
+
+		CHECK_PARTIAL(c, sl, fr);
+	}
+	h.s = s;
+	h.slab = virt_to_slab((void *)S(X));
+	CHECK_EQ(pthread_create(&t, NULL, hold_list_lock, &h), 0);
+	while (!__atomic_load_n(&h.locked, __ATOMIC_ACQUIRE))
+		usleep(100);
+	free1(s, X, wm - 1);	/* X: wm free, to the head; waits for the lock */
+	pthread_join(t, NULL);
+	CHECK_EQ(h.inuse_before, m - (wm - 1));
+	CHECK_EQ(h.inuse_held, h.inuse_before);
+	{
+		const int sl[] = { X, Y };
+		const long long fr[] = { wm, 1 };
+
+		CHECK_PARTIAL(c, sl, fr);
+	}
+	teardown(s);
+}
+
 int main(void)
 {
 	test_cpus_init();
 	TEST(test_thrash_detect);
 	TEST(test_thrash_sort_on_free);
+	TEST(test_thrash_move_locked);
 	TEST(test_thrash_ratio_zero);
 	TEST(test_thrash_ratio_back_on);
 	CHECK_EQ(page_alloc_check(), 0);
