@@ -577,7 +577,8 @@ int kmem_cache_shrink_locked(struct kmem_cache *s)
 			dec_slabs_node(n, slab->objects);
 			slab->next = discard;
 			discard = slab;
-		} else if (free <= SHRINK_PROMOTE_MAX) {
+		} else if (free - 1 < SHRINK_PROMOTE_MAX) {
+			/* free 0 (the kernel's BUG_ON) cannot be: a full slab is on no list. */
 			list_move(&slab->slab_list, &promote[free - 1]);
 		}
 	}
