@@ -129,12 +129,9 @@ static __noinline void *page_block_fallback(size_t size, size_t align)
 }
 
 /* caller: malloc's caller, for SLUB_DEBUG's allocation tracks. */
-__noinline void *slub_malloc_slow(size_t size, gfp_t gfp, unsigned long caller)
+static void *malloc_slow(size_t size, gfp_t gfp, unsigned long caller)
 {
 	void *p;
-
-	if (caller == TAIL_CALLER)
-		caller = _RET_IP_;
 
 	if (in_vfork_child())
 		return vfork_heap_alloc(size);	/* zeroed, for calloc too */
@@ -178,6 +175,27 @@ __noinline void *slub_malloc_slow(size_t size, gfp_t gfp, unsigned long caller)
 		return p ? p : page_block_fallback(size, 0);
 	}
 	return huge_alloc_kept(size, gfp & __GFP_ZERO);
+}
+
+/*
+ * An allocation that succeeds leaves errno alone, as glibc's do and as
+ * free() does (slub_free_slow()): the slow paths make system calls that
+ * may fail harmlessly, an mremap() of a kept huge block that spans two
+ * mappings (EFAULT, then a new mapping), a futex wait that finds the lock
+ * released. A program that clears errno, allocates, and then looks at
+ * errno must not see those.
+ */
+__noinline void *slub_malloc_slow(size_t size, gfp_t gfp, unsigned long caller)
+{
+	int saved_errno = errno;
+	void *p;
+
+	if (caller == TAIL_CALLER)
+		caller = _RET_IP_;
+	p = malloc_slow(size, gfp, caller);
+	if (likely(p))
+		errno = saved_errno;
+	return p;
 }
 
 static __noinline void bad_free(const void *p, const char *fn, const void *caller)
@@ -348,7 +366,7 @@ MALLOC_API int malloc_trim(size_t pad)
 	return (slub_trim() | huge_trim() | runs_trim()) ? 1 : 0;
 }
 
-static void *slub_realloc(void *p, size_t size, const void *caller)
+static void *realloc_slow(void *p, size_t size, const void *caller)
 {
 	size_t old;
 	void *n;
@@ -405,6 +423,17 @@ move:
 	return n;
 }
 
+/* Success, and realloc(p, 0)'s NULL, leave errno alone (slub_malloc_slow()). */
+static void *slub_realloc(void *p, size_t size, const void *caller)
+{
+	int saved_errno = errno;
+	void *n = realloc_slow(p, size, caller);
+
+	if (n || !size)
+		errno = saved_errno;
+	return n;
+}
+
 MALLOC_API void *realloc(void *p, size_t size)
 {
 	return slub_realloc(p, size, __builtin_return_address(0));
@@ -428,7 +457,7 @@ MALLOC_API void *reallocarray(void *p, size_t n, size_t size)
  * multiples of it in a page-aligned slab), and page blocks to theirs: an
  * alignment is a size class.
  */
-void *slub_aligned(size_t align, size_t size, unsigned long caller)
+static void *aligned_slow(size_t align, size_t size, unsigned long caller)
 {
 	void *p;
 	size_t want;
@@ -470,7 +499,7 @@ void *slub_aligned(size_t align, size_t size, unsigned long caller)
 	}
 	order = get_order(want);
 	if (slab_ready())
-		return huge_alloc(size, align);	/* no arena, as in slub_malloc_slow() */
+		return huge_alloc(size, align);	/* no arena, as in malloc_slow() */
 	/* Runs start on pages: valloc(), pvalloc() and page alignment take them. */
 	if (align <= PAGE_SIZE && want <= READ_ONCE(malloc_runs_limit)) {
 		p = runs_alloc(want, false);
@@ -478,6 +507,17 @@ void *slub_aligned(size_t align, size_t size, unsigned long caller)
 	}
 	p = arena_low() ? NULL : __get_free_pages(GFP_KERNEL | __GFP_NOWARN, order);
 	return p ? p : page_block_fallback(size, align);
+}
+
+/* Success leaves errno alone (slub_malloc_slow()). */
+void *slub_aligned(size_t align, size_t size, unsigned long caller)
+{
+	int saved_errno = errno;
+	void *p = aligned_slow(align, size, caller);
+
+	if (p)
+		errno = saved_errno;
+	return p;
 }
 
 void slub_aligned_undo(void *p)
