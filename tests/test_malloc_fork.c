@@ -922,30 +922,60 @@ static void test_first_call_in_new_threads(void)
 }
 
 /*
- * fork() while another thread reads and writes the malloc/ files, whose
- * runs_* take the runs' lock under sysfs_lock (what the control thread
- * does for `slabinfo -p PID --get malloc/runs_bytes`). The fork handlers
- * took the runs' lock before sysfs_lock, and the first fork waited on
- * the reader for ever. A hang is reported from SIGALRM.
+ * fork() while other threads read every file of the sysfs-style
+ * namespace and write malloc/runs_max_bytes: a file's show or store may
+ * take locks under sysfs_lock, and the fork handlers must take those after
+ * it. The malloc/runs_* files take the runs' lock (what the control
+ * thread does for `slabinfo -p PID --get malloc/runs_bytes`); the fork
+ * handlers took it before sysfs_lock, and the first fork waited on the
+ * reader for ever. A hang is reported from SIGALRM.
  */
 #define SYSFS_FORKS	1000
+#define SYSFS_FILES	8192
 
 static int sysfs_stop;
 static unsigned long sysfs_reads;
+static char *sysfs_files[SYSFS_FILES];
+static unsigned int nr_sysfs_files;
 
+/* Every file under dir ("" for the root), into sysfs_files[]. */
+static void sysfs_walk(const char *dir)
+{
+	char *list = malloc(1 << 16), *line, *save;
+	ssize_t n = list ? slub_sysfs_read(dir, list, 1 << 16) : -1;
+
+	for (line = n > 0 ? strtok_r(list, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		size_t len = strlen(line);
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s%s%.*s", dir, *dir ? "/" : "",
+			 (int)(line[len - 1] == '/' ? len - 1 : len), line);
+		if (line[len - 1] == '/')
+			sysfs_walk(path);
+		else if (nr_sysfs_files < SYSFS_FILES)
+			sysfs_files[nr_sysfs_files++] = strdup(path);
+	}
+	free(list);
+}
+
+/* arg 0: the malloc/ files, and the write; 1: every file in turn. */
 static void *sysfs_reader(void *arg)
 {
 	static const char *const files[] = {
 		"malloc/runs_bytes", "malloc/runs_check", "malloc/runs_free_bytes",
 		"slab/kmalloc-64/objects",
 	};
-	char buf[64];
+	bool all = arg != NULL;
+	char buf[4096];
 
-	(void)arg;
 	for (unsigned int i = 0; !__atomic_load_n(&sysfs_stop, __ATOMIC_RELAXED); i++) {
-		if (slub_sysfs_read(files[i % 4], buf, sizeof(buf)) > 0)
+		const char *f = all ? sysfs_files[i % nr_sysfs_files] : files[i % 4];
+
+		if (slub_sysfs_read(f, buf, sizeof(buf)) >= 0)
 			__atomic_fetch_add(&sysfs_reads, 1, __ATOMIC_RELAXED);
-		if (i % 16 == 0 && slub_sysfs_read("malloc/runs_max_bytes", buf, sizeof(buf)) > 0)
+		if (!all && i % 16 == 0 &&
+		    slub_sysfs_read("malloc/runs_max_bytes", buf, sizeof(buf)) > 0)
 			slub_sysfs_write("malloc/runs_max_bytes", buf);
 	}
 	return NULL;
@@ -953,7 +983,7 @@ static void *sysfs_reader(void *arg)
 
 static void fork_sysfs_hung(int sig)
 {
-	static const char msg[] = "fork_sysfs: fork() beside a malloc/ reader hung\n";
+	static const char msg[] = "fork_sysfs: fork() beside a sysfs reader hung\n";
 
 	(void)sig;
 	(void)!write(2, msg, sizeof(msg) - 1);
@@ -977,12 +1007,19 @@ static void test_fork_sysfs(void)
 	char *run = malloc(200 << 10);	/* a chunk of runs exists */
 	struct timespec t0, t;
 	int forks = 0, failed = 0, status;
-	pthread_t tid;
+	pthread_t tid[2];
 	pid_t pid;
 
 	CHECK(run != NULL);
+	sysfs_walk("");
+	CHECK(nr_sysfs_files > 100);
+	if (nr_sysfs_files == 0) {
+		free(run);
+		return;
+	}
 	signal(SIGALRM, fork_sysfs_hung);
-	CHECK_EQ(pthread_create(&tid, NULL, sysfs_reader, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_create(&tid[i], NULL, sysfs_reader, i ? &tid : NULL), 0);
 	while (!__atomic_load_n(&sysfs_reads, __ATOMIC_RELAXED))
 		usleep(100);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1002,9 +1039,12 @@ static void test_fork_sysfs(void)
 	alarm(0);
 	signal(SIGALRM, SIG_DFL);
 	__atomic_store_n(&sysfs_stop, 1, __ATOMIC_RELAXED);
-	pthread_join(tid, NULL);
-	fprintf(stderr, "%d forks beside %lu reads of malloc/ and slab/ files\n",
-		forks, __atomic_load_n(&sysfs_reads, __ATOMIC_RELAXED));
+	for (int i = 0; i < 2; i++)
+		pthread_join(tid[i], NULL);
+	fprintf(stderr, "%d forks beside %lu reads of the namespace's %u files\n",
+		forks, __atomic_load_n(&sysfs_reads, __ATOMIC_RELAXED), nr_sysfs_files);
+	for (unsigned int i = 0; i < nr_sysfs_files; i++)
+		free(sysfs_files[i]);
 	CHECK_EQ(failed, 0);
 	free(run);
 	CHECK_EQ(page_alloc_check(), 0);
