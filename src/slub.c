@@ -693,7 +693,7 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		 void *tail, int cnt)
 {
 	struct kmem_cache_node *n = NULL;
-	bool was_frozen, on_node_partial = false, cpu_partial, thrash;
+	bool was_frozen, on_node_partial = false, cpu_partial, thrash, lock;
 	unsigned long counters;
 	struct slab new;
 	void *prior;
@@ -727,15 +727,13 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		 */
 		cpu_partial = kmem_cache_has_cpu_partial(s);
 		thrash = false;
-		if ((!new.inuse || !prior) && !was_frozen) {
+		if ((!new.inuse || !prior) && !was_frozen)
 			/* Needs to be taken off a list, or put on one. */
-			if (!cpu_partial || prior) {
-				n = get_node(s, slab_nid(slab));
-				list_lock(s, n);
-				on_node_partial = slab->flags & SL_partial;
-			}
-		} else if (prior && !was_frozen && thrash_move_wanted(s, slab, &new)) {
-			thrash = true;
+			lock = !cpu_partial || prior;
+		else
+			lock = thrash = prior && !was_frozen &&
+					thrash_move_wanted(s, slab, &new);
+		if (lock) {
 			n = get_node(s, slab_nid(slab));
 			list_lock(s, n);
 			on_node_partial = slab->flags & SL_partial;
