@@ -363,7 +363,7 @@ static unsigned int refill_from_slabs(struct kmem_cache *s, gfp_t gfp,
  */
 static unsigned int refill_count(const struct kmem_cache *s, unsigned int cap)
 {
-	unsigned int n = cap / 2, per_slab = oo_objects(s->oo);
+	unsigned int n = cap / 2, per_slab = oo_objects(cache_oo(s));
 
 	if (per_slab && n > per_slab)
 		n = per_slab;

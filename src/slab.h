@@ -323,6 +323,12 @@ struct kmem_cache {
 	char name_buf[64];
 };
 
+/* s->oo as one load: an order store (sysfs) may change it meanwhile. */
+static inline struct kmem_cache_order_objects cache_oo(const struct kmem_cache *s)
+{
+	return (struct kmem_cache_order_objects){ READ_ONCE(s->oo.x) };
+}
+
 /*
  * The cache of every page of the arena that is in a slab, one byte a page
  * (a map id, the index into slab_fast[]; 0: no slab, or a cache beyond

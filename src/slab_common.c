@@ -321,7 +321,7 @@ void set_object_check(struct kmem_cache *s)
 /* The kernel's set_cpu_partial(): how much to keep on CPU partial lists. */
 void set_cpu_partial(struct kmem_cache *s, unsigned int nr_objects)
 {
-	unsigned int per_slab = max(oo_objects(s->oo), 1U);
+	unsigned int per_slab = max(oo_objects(cache_oo(s)), 1U);
 
 	WRITE_ONCE(s->cpu_partial, nr_objects);
 	WRITE_ONCE(s->cpu_partial_slabs, (nr_objects * 2 + per_slab - 1) / per_slab);
@@ -632,7 +632,7 @@ void slab_usage(struct slab_usage *u)
 		struct slab_counts cnt;
 
 		slab_count(s, &cnt);
-		u->slab_pages += cnt.slabs << oo_order(s->oo);
+		u->slab_pages += cnt.slabs << oo_order(cache_oo(s));
 		if (is_sheaf_cache(s))
 			continue;
 		cached += cnt.cpu_free;

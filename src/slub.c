@@ -115,7 +115,7 @@ bool slab_should_fail(struct kmem_cache *s)
  */
 struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp, unsigned int take)
 {
-	struct kmem_cache_order_objects oo = s->oo;
+	struct kmem_cache_order_objects oo = cache_oo(s);
 	unsigned int order = oo_order(oo), objects, i;
 	struct page *page;
 	struct slab *slab;
@@ -476,12 +476,12 @@ static inline bool cpu_thrashing(struct kmem_cache *s)
  */
 void set_thrash_ratio(struct kmem_cache *s, unsigned int ratio)
 {
-	WRITE_ONCE(s->min_free_watermark, oo_objects(s->oo) * ratio / 100);
+	WRITE_ONCE(s->min_free_watermark, oo_objects(cache_oo(s)) * ratio / 100);
 }
 
 unsigned int thrash_ratio(const struct kmem_cache *s)
 {
-	unsigned int objects = oo_objects(s->oo);
+	unsigned int objects = oo_objects(cache_oo(s));
 
 	return objects ? READ_ONCE(s->min_free_watermark) * 100 / objects : 0;
 }

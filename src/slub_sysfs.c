@@ -135,7 +135,7 @@ static void value_show(struct seq_buf *sb, void *obj, long arg)
 	case V_OBJECT_SIZE: v = s->object_size; break;
 	case V_SLAB_SIZE: v = s->size; break;
 	case V_ALIGN: v = s->align; break;
-	case V_OBJS_PER_SLAB: v = oo_objects(s->oo); break;
+	case V_OBJS_PER_SLAB: v = oo_objects(cache_oo(s)); break;
 	case V_PARTIAL: v = cnt.partial; break;
 	case V_CPU_SLABS: v = cnt.cpu_slabs + cnt.cpu_partial_slabs; break;
 	case V_SLABS: v = cnt.slabs; break;
@@ -151,8 +151,7 @@ static void order_show(struct seq_buf *sb, void *obj, long arg)
 	struct kmem_cache *s = obj;
 
 	(void)arg;
-	seq_printf(sb, "%u\n", oo_order((struct kmem_cache_order_objects){
-		READ_ONCE(s->oo.x) }));
+	seq_printf(sb, "%u\n", oo_order(cache_oo(s)));
 }
 
 /* New slabs get the new order; the objects' layout does not change. */
@@ -292,7 +291,7 @@ static int cpu_partial_store(void *obj, long arg, const char *val)
 static void slabs_cpu_partial_show(struct seq_buf *sb, void *obj, long arg)
 {
 	struct kmem_cache *s = obj;
-	unsigned int cpu, per_slab = oo_objects(s->oo);
+	unsigned int cpu, per_slab = oo_objects(cache_oo(s));
 	int total = 0;
 
 	(void)arg;
