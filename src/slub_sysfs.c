@@ -163,10 +163,17 @@ static int order_store(void *obj, long arg, const char *val)
 	unsigned int ratio, old_objects;
 
 	(void)arg;
-	if (sysfs_parse_ulong(val, &order) || order > slub_params.max_order ||
-	    order < slub_params.min_order)
+	if (sysfs_parse_ulong(val, &order) || order < slub_params.min_order)
 		return -EINVAL;
+	/*
+	 * Up to slub_max_order, as the kernel's; and up to the order the
+	 * cache was given, past it for objects that need it (the medium
+	 * kmalloc classes), so that the value read can be written back.
+	 */
 	tmp = *s;
+	if (order > slub_params.max_order &&
+	    (calculate_sizes(&tmp, -1) || order > oo_order(tmp.oo)))
+		return -EINVAL;
 	if (calculate_sizes(&tmp, (int)order) || tmp.size != s->size)
 		return -EINVAL;
 	/*

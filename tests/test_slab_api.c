@@ -789,6 +789,28 @@ static void test_sysfs_order(void)
 	kmem_cache_destroy(s);
 }
 
+/*
+ * An object past slub_max_order gets the order it needs; that order, read
+ * from the file, can be written back (it was refused), and none above it.
+ */
+static void test_sysfs_order_big(void)
+{
+	struct kmem_cache *s = kmem_cache_create("t-order-big", 40000, 0, 0, NULL);
+	long long order = slab_num("t-order-big", "order");
+	char v[32];
+
+	CHECK(s != NULL);
+	CHECK(order > sysfs_num("policy/max_order"));
+	snprintf(v, sizeof(v), "%lld\n", order);
+	CHECK_EQ(slab_set("t-order-big", "order", v), 0);
+	CHECK_EQ(slab_num("t-order-big", "order"), order);
+	snprintf(v, sizeof(v), "%lld", order + 1);
+	CHECK_EQ(slub_sysfs_write("slab/t-order-big/order", v), -EINVAL);
+	kmem_cache_free(s, kmem_cache_alloc(s, GFP_KERNEL));
+	kmem_cache_shrink(s);
+	kmem_cache_destroy(s);
+}
+
 static void test_sysfs_partial_tunables(void)
 {
 	struct kmem_cache *s = kmem_cache_create("t-tune", 512, 0, 0, NULL);
@@ -1151,6 +1173,7 @@ int main(int argc, char **argv)
 	TEST(test_sysfs_files);
 	TEST(test_sysfs_read_only);
 	TEST(test_sysfs_order);
+	TEST(test_sysfs_order_big);
 	TEST(test_sysfs_partial_tunables);
 	TEST(test_wrong_cache_free);
 	TEST(test_double_free);
