@@ -39,6 +39,7 @@
 #include "page_alloc.h"
 #include "test.h"
 #include "checks.h"
+#include "knobs.h"
 #include "validate_helpers.h"
 
 #define THREADS_PER_CPU	16
@@ -508,115 +509,18 @@ static void *signal_fn(void *arg)
 
 /* ---- The admin thread: what an administrator's tools do meanwhile ------------------ */
 
-/*
- * Every runtime switch an administrator may turn (docs/tuning.md), turned
- * at random meanwhile: a store may refuse a value (an order the object
- * does not fit, a pcp_high under pcp_batch, sheaves on a debug cache),
- * but must never break what the threads hold or what the checks find.
- * "%s" is one of the test's caches or the kmalloc caches.
- */
-struct knob {
-	const char *path;
-	const char *const values[4];
-};
-
-static const struct knob knobs[] = {
-	{ "slab/%s/order", { "0", "1", "2", "3" } },
-	{ "slab/%s/min_partial", { "0", "5", "10" } },
-	{ "slab/%s/slab_thrash_ratio", { "0", "10", "50" } },
-	{ "slab/%s/cpu_partial", { "0", "30", "120" } },
-	{ "slab/%s/sheaf_capacity", { "0", "8", "64" } },
-	{ "page_alloc/pcp_high_order", { "0", "1" } },
-	{ "page_alloc/pcp_batch", { "1", "7", "31" } },
-	{ "page_alloc/pcp_high", { "0", "31", "186" } },
-	{ "page_alloc/purge_delay_ms", { "0", "40", "-1" } },
-	{ "page_alloc/keep_blocks", { "0", "2" } },
-	{ "page_alloc/decommit", { "0", "1" } },
-	{ "policy/stats", { "0", "1" } },
-#ifdef __SANITIZE_THREAD__
-	/* A fork child restarts it; TSan kills a child that starts a thread. */
-	{ "policy/background_thread", { "0" } },
-#else
-	{ "policy/background_thread", { "0", "1" } },
-#endif
-};
-
-#define NR_KNOBS	(sizeof(knobs) / sizeof(knobs[0]))
+/* The switch storm (knobs.h) over the test's caches and the kmalloc caches. */
 #define NR_KNOB_CACHES	(NR_CACHES + NR_KMALLOC_CACHES)
-#define KNOB_VALUE	24
 
-static unsigned long knob_turned[NR_KNOBS];
-/* SLUB_STRESS_SEED, or the clock's: printed, so that a run can be repeated. */
-static unsigned long long knob_rnd;
-/* What each switch was before the run, restored after it. */
-static char knob_saved[NR_KNOBS][NR_KNOB_CACHES][KNOB_VALUE];
+static const char *knob_caches[NR_KNOB_CACHES];
+static struct knob_set knobs;
 
-static bool knob_per_cache(size_t k)
+static void knobs_setup(void)
 {
-	return strstr(knobs[k].path, "%s") != NULL;
-}
-
-static void knob_path(char *path, size_t len, size_t k, size_t c)
-{
-	const char *name = c < NR_CACHES ? cache_def[c].name :
-			   kmalloc_cache_names[c - NR_CACHES];
-
-	snprintf(path, len, knobs[k].path, name);
-}
-
-static void knobs_save(void)
-{
-	char path[128];
-
-	for (size_t k = 0; k < NR_KNOBS; k++)
-		for (size_t c = 0; c < (knob_per_cache(k) ? NR_KNOB_CACHES : 1); c++) {
-			knob_path(path, sizeof(path), k, c);
-			CHECK(slub_sysfs_read(path, knob_saved[k][c], KNOB_VALUE) > 0);
-		}
-}
-
-/*
- * Back as they were, global switches first (pcp_batch before pcp_high,
- * whose value it bounds): the test's caches are destroyed after, the
- * kmalloc caches serve the tests that follow.
- */
-static void knobs_restore(void)
-{
-	char path[128];
-
-	for (size_t k = NR_KNOBS; k-- > 0;)
-		for (size_t c = 0; c < (knob_per_cache(k) ? NR_KNOB_CACHES : 1); c++) {
-			knob_path(path, sizeof(path), k, c);
-			CHECK_EQ(slub_sysfs_write(path, knob_saved[k][c]), 0);
-		}
-}
-
-static void knob_turn(unsigned long long *rnd)
-{
-	size_t k = (size_t)(rnd_next(rnd) % NR_KNOBS), nv = 0;
-	size_t c = (size_t)(rnd_next(rnd) % NR_KNOB_CACHES);
-	char path[128];
-
-	while (nv < 4 && knobs[k].values[nv])
-		nv++;
-	knob_path(path, sizeof(path), k, c);
-	if (!slub_sysfs_write(path, knobs[k].values[rnd_next(rnd) % nv]))
-		__atomic_fetch_add(&knob_turned[k], 1, __ATOMIC_RELAXED);
-}
-
-/* How often each switch took a new value; every one of them must have. */
-static void report_knobs(void)
-{
-	unsigned long total = 0;
-
-	fprintf(stderr, "switches turned:");
-	for (size_t k = 0; k < NR_KNOBS; k++) {
-		fprintf(stderr, " %s %lu", strrchr(knobs[k].path, '/') + 1,
-			knob_turned[k]);
-		total += knob_turned[k];
-	}
-	fprintf(stderr, "\n");
-	CHECK(total > 0);
+	for (size_t c = 0; c < NR_KNOB_CACHES; c++)
+		knob_caches[c] = c < NR_CACHES ? cache_def[c].name :
+				 kmalloc_cache_names[c - NR_CACHES];
+	knobs_init(&knobs, slub_knobs, NR_SLUB_KNOBS, knob_caches, NR_KNOB_CACHES);
 }
 
 static void admin_step(unsigned long n)
@@ -644,7 +548,7 @@ static void admin_step(unsigned long n)
 		break;
 	case 4:
 	case 5:
-		knob_turn(&knob_rnd);
+		knobs_turn(&knobs);
 		break;
 	default:
 		if (slub_sysfs_write("validate", "1") ||
@@ -829,11 +733,7 @@ static void test_stress(void)
 	sigaction(SIGUSR1, &sa, NULL);
 	__atomic_store_n(&nr_signals, 0, __ATOMIC_RELAXED);
 	setup_caches();
-	knobs_save();
-	knob_rnd = getenv("SLUB_STRESS_SEED") ? strtoull(getenv("SLUB_STRESS_SEED"), NULL, 0) :
-		   (unsigned long long)time(NULL) ^ (unsigned long long)getpid() << 32;
-	knob_rnd |= 1;
-	fprintf(stderr, "switches: SLUB_STRESS_SEED=%llu\n", knob_rnd);
+	knobs_setup();
 	CHECK_EQ(slub_sysfs_write("cpu/rseq_restarts", "0"), 0);
 	CHECK_EQ(slub_sysfs_write("fail/page_injected", "0"), 0);
 	CHECK_EQ(slub_sysfs_write("fail/slab_injected", "0"), 0);
@@ -846,10 +746,11 @@ static void test_stress(void)
 	CHECK_EQ(slub_sysfs_write("fail/page", "0"), 0);
 	CHECK_EQ(slub_sysfs_write("fail/slab", "0"), 0);
 	CHECK_EQ(slub_sysfs_write("fail/object", "0"), 0);
-	knobs_restore();
+	knobs_restore(&knobs);
 	restarts = sysfs_num("cpu/rseq_restarts");
 	check_end(before);
-	report_knobs();
+	CHECK(knobs_report(&knobs) > 0);
+	knobs_fini(&knobs);
 	fprintf(stderr, "%.1f s, %s: %lu operations, %lu threads (%d at a time, "
 		"%lu live at most), %lu migrations, %lu signals (%lu handled), "
 		"%lld rseq restarts, %lu forks (%lu bad), %lu idle checks, %lu "
