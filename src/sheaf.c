@@ -257,7 +257,13 @@ static enum barn_put_result barn_put_full(struct kmem_cache *s,
 	memcpy(sheaf->objects, objs, n * sizeof(void *));
 	sheaf->size = n;
 	slub_lock(&barn->lock);
-	if (barn->nr_full >= MAX_FULL_SHEAVES) {
+	/*
+	 * Capacity 0 meanwhile (set_sheaf_capacity() writes it, then empties
+	 * the barn under this lock): a sheaf put now would stay for good,
+	 * since a cache without sheaves never takes one. Its objects go back
+	 * to their slabs instead, as when the barn is full.
+	 */
+	if (barn->nr_full >= MAX_FULL_SHEAVES || !READ_ONCE(s->sheaf_capacity)) {
 		ret = PUT_BARN_FULL;
 	} else {
 		unsigned int at = (barn->full_head + barn->nr_full) % MAX_FULL_SHEAVES;
