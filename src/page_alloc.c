@@ -60,6 +60,17 @@ static inline bool pcp_allowed_order(unsigned int order)
 	       (order <= PAGE_ALLOC_COSTLY_ORDER && READ_ONCE(zone.pcp_high_order));
 }
 
+/*
+ * Asked again under the pcp lock: pcp_set_high_order(0) writes the switch,
+ * then drains every CPU's lists taking each pcp lock. A CPU that read 1
+ * before the write and takes its lock after the drain would refill or add
+ * to an order 1-3 list that nothing takes from any more.
+ */
+static inline bool pcp_still_allowed(unsigned int order)
+{
+	return !order || READ_ONCE(zone.pcp_high_order);
+}
+
 /* ---- The buddy allocator (under zone->lock) ------------------------------- */
 
 /* A backed block goes to the head, a released one to the tail (page.h). */
@@ -611,6 +622,10 @@ static struct page *rmqueue(unsigned int order)
 		if (slub_trylock(&pcp->ctl.lock)) {
 			struct page *page;
 
+			if (unlikely(!pcp_still_allowed(order))) {
+				slub_unlock(&pcp->ctl.lock);
+				return rmqueue_buddy(order);
+			}
 			pcp_init_lists(pcp);
 			page = rmqueue_pcplist(pcp, order);
 
@@ -637,6 +652,11 @@ static void free_unref_page(struct page *page, unsigned int order)
 		struct per_cpu_pages *pcp = pcp_ptr(cpu);
 
 		if (slub_trylock(&pcp->ctl.lock)) {
+			if (unlikely(!pcp_still_allowed(order))) {
+				slub_unlock(&pcp->ctl.lock);
+				free_one_page(page, order);
+				return;
+			}
 			pcp_init_lists(pcp);
 			pa_stat(PCP_FREE);
 			set_page_state(page, PGTY_PCP, order);
