@@ -298,7 +298,8 @@ struct kmem_cache {
 	pcpu_off_t cpu_stats;		/* unsigned long[NR_SLUB_STAT_ITEMS] */
 	pcpu_off_t cpu_sheaves;		/* struct slub_percpu_sheaves */
 	unsigned int sheaf_capacity;	/* 0: no sheaves (a hint; see sheaf.c) */
-	slab_flags_t flags;
+	slab_flags_t flags;		/* set at creation, never changed */
+	slab_flags_t failslab;		/* SLAB_FAILSLAB or 0: sysfs's failslab */
 	unsigned long min_partial;
 	unsigned int size;		/* object size with metadata */
 	unsigned int object_size;	/* object size without metadata */

@@ -415,6 +415,7 @@ static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 	s->name = s->name_buf;
 	s->object_size = size;
 	s->flags = kmem_cache_flags(flags, name);
+	s->failslab = s->flags & SLAB_FAILSLAB;
 	s->ctor = ctor;
 	s->align = calculate_alignment(flags, align, size);
 	s->refcount = 1;

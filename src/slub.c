@@ -100,7 +100,7 @@ void remove_partial(struct kmem_cache_node *n, struct slab *slab)
 /* fail/object's decision for one allocation of s (slab_alloc_node()). */
 bool slab_should_fail(struct kmem_cache *s)
 {
-	if (!should_failslab(FAIL_OBJECT, s->flags, s->object_size))
+	if (!should_failslab(FAIL_OBJECT, READ_ONCE(s->failslab), s->object_size))
 		return false;
 	errno = ENOMEM;
 	return true;
@@ -122,7 +122,7 @@ struct slab *allocate_slab(struct kmem_cache *s, gfp_t gfp, unsigned int take)
 	char *first, *p;
 	void *addr;
 
-	if (should_failslab(FAIL_SLAB, s->flags, PAGE_SIZE << order))
+	if (should_failslab(FAIL_SLAB, READ_ONCE(s->failslab), PAGE_SIZE << order))
 		return NULL;
 	addr = __get_free_pages((gfp & ~__GFP_ZERO) | __GFP_NOWARN, order);
 	if (unlikely(!addr) && order != oo_order(s->min)) {
@@ -317,7 +317,7 @@ void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist)
 	} while (!slab_update_freelist(s, slab, old_freelist, counters,
 				      new.freelist, new.counters));
 
-	if (!new.inuse && READ_ONCE(n->nr_partial) >= s->min_partial) {
+	if (!new.inuse && READ_ONCE(n->nr_partial) >= READ_ONCE(s->min_partial)) {
 		stat(s, DEACTIVATE_EMPTY);
 		discard_slab(s, slab);
 	} else if (new.freelist) {
@@ -346,7 +346,7 @@ static void put_partials(struct kmem_cache *s, struct slab *partial)
 
 		partial = slab->next;
 		now.counters = READ_ONCE(slab->counters);
-		if (!now.inuse && n->nr_partial >= s->min_partial) {
+		if (!now.inuse && n->nr_partial >= READ_ONCE(s->min_partial)) {
 			slab->next = discard;
 			discard = slab;
 		} else {
@@ -389,15 +389,43 @@ static struct slab *__put_cpu_partial(struct kmem_cache *s,
 	return to_put;
 }
 
+/*
+ * cpu_partial set to 0 meanwhile? cpu_partial_store() writes it, then
+ * looks at every CPU for a partial list to flush (cpu_slab_used()); a CPU
+ * that has just added to its list (c's lock held) stores the list again
+ * and reads cpu_partial again. All four accesses are sequentially
+ * consistent, so one of the two sides sees the other's write (the
+ * store-buffer pattern): the store flushes the list, or the CPU gives its
+ * list back here, for the caller to move to the node (put_partials()).
+ * Otherwise a slab could stay on a CPU partial list with cpu_partial 0,
+ * until that CPU's next slow path. (No fence: TSan has none.)
+ */
+static struct slab *cpu_partial_recheck(struct kmem_cache *s,
+					struct kmem_cache_cpu *c)
+{
+	struct slab *chain = c->partial;
+
+	__atomic_store_n(&c->partial, chain, __ATOMIC_SEQ_CST);
+	if (likely(__atomic_load_n(&s->cpu_partial, __ATOMIC_SEQ_CST)))
+		return NULL;
+	WRITE_ONCE(c->partial, NULL);
+	return chain;
+}
+
 static void put_cpu_partial(struct kmem_cache *s, struct slab *slab)
 {
 	unsigned int cpu = raw_smp_processor_id();
-	struct slab *to_put;
+	struct kmem_cache_cpu *c;
+	struct slab *to_put, *off;
 
 	/* c->partial is locked state: the lock suffices, fast paths go on. */
 	percpu_lock(s->cpu_slab, cpu);
-	to_put = __put_cpu_partial(s, cpu_slab(s, cpu), slab, true);
+	c = cpu_slab(s, cpu);
+	to_put = __put_cpu_partial(s, c, slab, true);
+	off = cpu_partial_recheck(s, c);
 	percpu_unlock(s->cpu_slab, cpu);
+	if (unlikely(off))
+		put_partials(s, off);
 	if (to_put) {
 		put_partials(s, to_put);
 		stat(s, CPU_PARTIAL_DRAIN);
@@ -525,6 +553,8 @@ static struct slab *get_partial_node(struct kmem_cache *s,
 		}
 	}
 	list_unlock(n);
+	if (partial_slabs)
+		put_partials(s, cpu_partial_recheck(s, c));
 	if (!partial && skipped)
 		stat(s, DEFERRED_PARTIAL);
 	return partial;
@@ -761,7 +791,7 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 		list_unlock(n);
 		return;
 	}
-	if (unlikely(!new.inuse && n->nr_partial >= s->min_partial)) {
+	if (unlikely(!new.inuse && n->nr_partial >= READ_ONCE(s->min_partial))) {
 		if (prior) {
 			remove_partial(n, slab);
 			stat(s, FREE_REMOVE_PARTIAL);
@@ -1016,7 +1046,9 @@ bool cpu_slab_used(struct kmem_cache *s, unsigned int cpu)
 {
 	struct kmem_cache_cpu *c = cpu_slab(s, cpu);
 
-	return READ_ONCE(c->slab) || READ_ONCE(c->partial);
+	/* Sequentially consistent for cpu_partial_recheck(); a mov on x86. */
+	return __atomic_load_n(&c->slab, __ATOMIC_SEQ_CST) ||
+	       __atomic_load_n(&c->partial, __ATOMIC_SEQ_CST);
 }
 
 void cpu_slab_take_stopped(struct kmem_cache *s, unsigned int cpu,

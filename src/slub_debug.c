@@ -792,7 +792,7 @@ void __slab_free_debug(struct kmem_cache *s, struct slab *slab, void *object,
 		slab->inuse--;
 		set_freepointer(s, object, prior);
 		slab->freelist = object;
-		if (!slab->inuse && n->nr_partial >= s->min_partial)
+		if (!slab->inuse && n->nr_partial >= READ_ONCE(s->min_partial))
 			empty = slab;
 		if (!prior) {
 			/* It was full. */

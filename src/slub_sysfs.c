@@ -291,6 +291,8 @@ static int cpu_partial_store(void *obj, long arg, const char *val)
 	if (v && kmem_cache_debug(s))
 		return -EINVAL;
 	set_cpu_partial(s, (unsigned int)v);
+	/* Then the looks at each CPU: see cpu_partial_recheck() (slub.c). */
+	__atomic_store_n(&s->cpu_partial, (unsigned int)v, __ATOMIC_SEQ_CST);
 	flush_all(s);
 	return 0;
 }
@@ -352,9 +354,17 @@ static void flag_show(struct seq_buf *sb, void *obj, long flag)
 
 /*
  * failslab (the kernel's): 1 while fault injection may fail the cache's
- * new slabs under fail/slab_cache_filter; writing 0 or 1 clears or sets
- * SLAB_FAILSLAB (SLUB_DEBUG's letter A sets it at creation).
+ * new slabs under fail/slab_cache_filter; SLUB_DEBUG's letter A sets it
+ * at creation. The kernel sets SLAB_FAILSLAB in s->flags; here it has a
+ * field of its own, so that flags, read everywhere without
+ * READ_ONCE(), never change under a reader.
  */
+static void failslab_show(struct seq_buf *sb, void *obj, long arg)
+{
+	(void)arg;
+	seq_printf(sb, "%d\n", !!READ_ONCE(((struct kmem_cache *)obj)->failslab));
+}
+
 static int failslab_store(void *obj, long arg, const char *val)
 {
 	struct kmem_cache *s = obj;
@@ -363,10 +373,7 @@ static int failslab_store(void *obj, long arg, const char *val)
 	(void)arg;
 	if (sysfs_parse_ulong(val, &v) || v > 1)
 		return -EINVAL;
-	if (v)
-		__atomic_fetch_or(&s->flags, SLAB_FAILSLAB, __ATOMIC_RELAXED);
-	else
-		__atomic_fetch_and(&s->flags, ~SLAB_FAILSLAB, __ATOMIC_RELAXED);
+	WRITE_ONCE(s->failslab, v ? SLAB_FAILSLAB : 0);
 	return 0;
 }
 
@@ -498,7 +505,7 @@ static const struct slub_attr slab_attrs[] = {
 	FLAG("poison", SLAB_POISON),
 	FLAG("store_user", SLAB_STORE_USER),
 	FLAG("trace", SLAB_TRACE),
-	{ "failslab", flag_show, failslab_store, SLAB_FAILSLAB },
+	{ "failslab", failslab_show, failslab_store, 0 },
 	{ "shrink", NULL, shrink_store, 0 },
 	{ "slab_thrash_ratio", slab_thrash_ratio_show, slab_thrash_ratio_store, 0 },
 	{ "thrash", thrash_show, NULL, 0 },
