@@ -324,10 +324,15 @@ struct kmem_cache {
 	char name_buf[64];
 };
 
-/* s->oo as one load: an order store (sysfs) may change it meanwhile. */
+/*
+ * s->oo as one load: an order store (sysfs) may change it meanwhile. The
+ * acquire pairs with the store's release: whoever makes a slab of the new
+ * order sees the object check that store turned off before it.
+ */
 static inline struct kmem_cache_order_objects cache_oo(const struct kmem_cache *s)
 {
-	return (struct kmem_cache_order_objects){ READ_ONCE(s->oo.x) };
+	return (struct kmem_cache_order_objects){
+		__atomic_load_n(&s->oo.x, __ATOMIC_ACQUIRE) };
 }
 
 /*

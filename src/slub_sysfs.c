@@ -184,7 +184,7 @@ static int order_store(void *obj, long arg, const char *val)
 	old_objects = oo_objects(s->oo);
 	if (oo_order(tmp.oo) != oo_order(s->oo))
 		object_check_off(s);	/* slabs of two orders now */
-	WRITE_ONCE(s->oo.x, tmp.oo.x);
+	__atomic_store_n(&s->oo.x, tmp.oo.x, __ATOMIC_RELEASE);	/* cache_oo() */
 	set_cpu_partial(s, READ_ONCE(s->cpu_partial));
 	/* Same objects per slab: recomputing would only round down again. */
 	if (oo_objects(tmp.oo) != old_objects)
