@@ -38,15 +38,14 @@
 #include "sysfs.h"
 
 #define CTL_MAX_CONNS	8
-#define CTL_IDLE_MS	10000	/* a connection silent this long is closed */
-#define CTL_SEND_SECS	2	/* a client that does not read is dropped */
-#define CTL_REPLY_MAX	(16UL << 20)
+#define CTL_IDLE_MS	10000	/* no whole request this long: closed */
+#define CTL_SEND_MS	2000	/* a batch of replies not taken by then: dropped */
 
 enum ctl_state { CTL_STOPPED, CTL_RUNNING, CTL_STOPPING };
 
 struct ctl_conn {
 	size_t len;
-	long long last_ms;
+	long long last_ms;		/* accepted, or its last whole request */
 	char buf[CTL_MAX_REQUEST];
 };
 
@@ -95,22 +94,39 @@ static long long now_ms(void)
 
 /* ---- Replies ---------------------------------------------------------------- */
 
-static int send_all(int fd, const char *buf, size_t len)
+/*
+ * Send without blocking past deadline (CLOCK_MONOTONIC ms), nor past a
+ * stop: a client that reads slowly, or not at all, must hold up neither
+ * the other clients nor exit()'s slub_control_stop() (it held an exit
+ * for minutes when each send() had a timeout of its own: one request
+ * line after another, each answered just in time). -1: drop the client.
+ */
+static int send_all(int fd, const char *buf, size_t len, long long deadline)
 {
 	while (len) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		struct pollfd pfd[2] = {
+			{ .fd = fd, .events = POLLOUT },
+			{ .fd = ctl.wake[0], .events = POLLIN },
+		};
+		long long left;
 
-		if (n < 0 && errno == EINTR)
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
 			continue;
-		if (n <= 0)
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
 			return -1;
-		buf += n;
-		len -= (size_t)n;
+		left = deadline - now_ms();
+		if (left <= 0 || (poll(pfd, 2, (int)left) < 0 && errno != EINTR) ||
+		    pfd[1].revents)
+			return -1;
 	}
 	return 0;
 }
 
-static int reply_error(int fd, int err, const char *why)
+static int reply_error(int fd, int err, const char *why, long long deadline)
 {
 	char line[160];
 	int n = snprintf(line, sizeof(line), "error %d %s\n", err,
@@ -118,17 +134,17 @@ static int reply_error(int fd, int err, const char *why)
 
 	if (n >= (int)sizeof(line))	/* cut, but still one line */
 		line[(n = (int)sizeof(line) - 1) - 1] = '\n';
-	return send_all(fd, line, (size_t)n);
+	return send_all(fd, line, (size_t)n, deadline);
 }
 
-static int reply_ok(int fd, const char *data, size_t len)
+static int reply_ok(int fd, const char *data, size_t len, long long deadline)
 {
 	char head[32];
 	int n = snprintf(head, sizeof(head), "ok %zu\n", len);
 
-	if (send_all(fd, head, (size_t)n))
+	if (send_all(fd, head, (size_t)n, deadline))
 		return -1;
-	return send_all(fd, data, len);
+	return send_all(fd, data, len, deadline);
 }
 
 /* ---- Requests ---------------------------------------------------------------- */
@@ -182,7 +198,7 @@ static bool well_formed(const char *line, size_t len)
 }
 
 /* Returns -1 when the connection must be closed (the client is gone). */
-static int handle_request(int fd, char *line, size_t len)
+static int handle_request(int fd, char *line, size_t len, long long dl)
 {
 	char *verb = line, *path, *value = NULL;
 	ssize_t n;
@@ -190,35 +206,35 @@ static int handle_request(int fd, char *line, size_t len)
 
 	line[len] = '\0';
 	if (!well_formed(line, len))
-		return reply_error(fd, EINVAL, "malformed request");
+		return reply_error(fd, EINVAL, "malformed request", dl);
 	path = strchr(line, ' ');
 	if (!path)
-		return reply_error(fd, EINVAL, "request without a path");
+		return reply_error(fd, EINVAL, "request without a path", dl);
 	*path++ = '\0';
 	value = strchr(path, ' ');
 	if (value)
 		*value++ = '\0';
 	if (si_unescape(path) || (value && si_unescape(value)))
-		return reply_error(fd, EINVAL, "bad escape in request");
+		return reply_error(fd, EINVAL, "bad escape in request", dl);
 	if (!strcmp(verb, "write")) {
 		if (!value)
-			return reply_error(fd, EINVAL, "write without a value");
+			return reply_error(fd, EINVAL, "write without a value", dl);
 		ret = slub_sysfs_write(path, value);
-		return ret ? reply_error(fd, -ret, NULL) : reply_ok(fd, "", 0);
+		return ret ? reply_error(fd, -ret, NULL, dl) : reply_ok(fd, "", 0, dl);
 	}
 	if (value)
-		return reply_error(fd, EINVAL, "too many words in request");
+		return reply_error(fd, EINVAL, "too many words in request", dl);
 	if (!strcmp(verb, "list")) {
 		ret = sysfs_is_dir(path);
 		if (ret <= 0)
-			return reply_error(fd, ret ? -ret : ENOTDIR, NULL);
+			return reply_error(fd, ret ? -ret : ENOTDIR, NULL, dl);
 	} else if (strcmp(verb, "read")) {
-		return reply_error(fd, EINVAL, "unknown request");
+		return reply_error(fd, EINVAL, "unknown request", dl);
 	}
 	n = read_file(path);
 	if (n < 0)
-		return reply_error(fd, (int)-n, NULL);
-	return reply_ok(fd, ctl.out, (size_t)n);
+		return reply_error(fd, (int)-n, NULL, dl);
+	return reply_ok(fd, ctl.out, (size_t)n, dl);
 }
 
 /* ---- Connections ---------------------------------------------------------------- */
@@ -244,13 +260,10 @@ static bool peer_allowed(int fd)
 
 static void conn_accept(void)
 {
-	struct timeval tv = { .tv_sec = CTL_SEND_SECS };
 	int fd, i;
 
 	slub_lock(&ctl.lock);
 	fd = accept4(ctl.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd >= 0)
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	for (i = 0; fd >= 0 && i < CTL_MAX_CONNS && ctl.conn_fd[i] >= 0; i++)
 		;
 	if (fd >= 0 && i < CTL_MAX_CONNS && peer_allowed(fd)) {
@@ -263,16 +276,21 @@ static void conn_accept(void)
 	if (fd < 0)
 		return;
 	if (i == CTL_MAX_CONNS)
-		reply_error(fd, EBUSY, "too many connections");
+		reply_error(fd, EBUSY, "too many connections", now_ms() + CTL_SEND_MS);
 	close(fd);
 }
 
-/* New bytes on connection i: serve every whole line. */
+/*
+ * New bytes on connection i: serve every whole line, all their replies
+ * within one CTL_SEND_MS. The idle clock restarts only at a whole
+ * request: a byte now and then does not keep a connection slot.
+ */
 static void conn_input(int i)
 {
 	struct ctl_conn *c = &ctl.conns[i];
 	int fd = ctl.conn_fd[i];
 	ssize_t n = recv(fd, c->buf + c->len, sizeof(c->buf) - c->len, MSG_DONTWAIT);
+	long long deadline = now_ms() + CTL_SEND_MS;
 	char *nl;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -280,24 +298,24 @@ static void conn_input(int i)
 	if (n <= 0) {
 		/* End of file in the middle of a request: say so, then close. */
 		if (n == 0 && c->len)
-			reply_error(fd, EINVAL, "truncated request");
+			reply_error(fd, EINVAL, "truncated request", deadline);
 		conn_close(i);
 		return;
 	}
 	c->len += (size_t)n;
-	c->last_ms = now_ms();
 	while ((nl = memchr(c->buf, '\n', c->len))) {
 		size_t len = (size_t)(nl - c->buf);
 
-		if (handle_request(fd, c->buf, len)) {
+		if (handle_request(fd, c->buf, len, deadline)) {
 			conn_close(i);
 			return;
 		}
 		c->len -= len + 1;
 		memmove(c->buf, nl + 1, c->len);
+		c->last_ms = now_ms();
 	}
 	if (c->len == sizeof(c->buf)) {
-		reply_error(fd, E2BIG, "request too long");
+		reply_error(fd, E2BIG, "request too long", deadline);
 		conn_close(i);
 	}
 }

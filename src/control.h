@@ -34,6 +34,7 @@
 #include <stddef.h>
 
 #define CTL_MAX_REQUEST		4096
+#define CTL_REPLY_MAX		(16UL << 20)	/* the longest "ok <n>" */
 #define CTL_DIR_CANDIDATES	3
 
 /*
@@ -49,9 +50,19 @@ int control_socket_path(char *buf, size_t size, const char *dir, long pid);
  * Make the private directory and listen on <dir>/<our pid>.sock in it
  * (non-blocking, close-on-exec, mode 0600). The path goes to path.
  * Returns the socket, or -errno: -EPERM for a directory that is not
- * private, -EADDRINUSE when a live process answers on that path.
+ * private, -EADDRINUSE when a live process answers on that path. The
+ * sockets of processes that are gone (an exec or an _exit() skips the
+ * atexit handler that removes one) are removed on the way.
  */
 int control_listen(char *path, size_t size, int backlog);
+
+/*
+ * For a client: 0 when dir may hold a server it can trust: a directory,
+ * not a link, owned by the caller (or the caller is root), that nobody
+ * else may write to; else -EPERM. Another user who made the path first
+ * could otherwise serve false figures and receive every write.
+ */
+int control_dir_trusted(const char *dir);
 
 /* The socket this process serves on, "" when it serves none. */
 void control_path(char *buf, size_t size);

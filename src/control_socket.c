@@ -4,7 +4,9 @@
  * directory itself, and the listening socket in it (control.h says why
  * each is as it is). Shared by the server (control.c) and slabinfo -p.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +80,44 @@ static int private_dir(const char *dir)
 	return 0;
 }
 
+int control_dir_trusted(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || (st.st_mode & 022) ||
+	    (st.st_uid != geteuid() && geteuid() != 0))
+		return -EPERM;
+	return 0;
+}
+
+/*
+ * Remove <pid>.sock of every process that is gone. Only in our private
+ * directory, whose files are all ours; a live process's socket stays,
+ * served or not (after an exec its pid may serve again, and replaces it).
+ */
+static void reap_stale(const char *dir)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+
+		if (pid <= 0 || pid == (long)getpid() || strcmp(end, ".sock"))
+			continue;
+		if (kill((pid_t)pid, 0) && errno == ESRCH &&
+		    !control_socket_path(path, sizeof(path), dir, pid))
+			unlink(path);
+	}
+	closedir(d);
+}
+
 /* A socket at path that still answers belongs to a live process. */
 static bool socket_in_use(const struct sockaddr_un *addr)
 {
@@ -106,6 +146,7 @@ int control_listen(char *path, size_t size, int backlog)
 					  (long)getpid());
 	if (ret)
 		return ret;
+	reap_stale(dir);
 	if (socket_in_use(&addr))
 		return -EADDRINUSE;
 	unlink(addr.sun_path);	/* left by a process of this pid that died */

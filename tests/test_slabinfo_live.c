@@ -11,6 +11,8 @@
  */
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -132,6 +134,14 @@ static const char *exchange(int fd, const void *req, size_t len, char *buf, size
 		return "(send failed)";
 	read_reply(fd, buf, size);
 	return buf;
+}
+
+/* Whether fd has bytes (or its end) to read within ms. */
+static bool wait_readable(int fd, int ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, ms) == 1;
 }
 
 /* The child still answers: over the socket, and on its stdin. */
@@ -376,6 +386,216 @@ static void test_busy(void)
 	check_serving();
 }
 
+/* Bytes the slow reader got, and whether the server closed on it. */
+struct slow_reader {
+	int fd;
+	size_t got;
+	bool closed;
+	int fast;		/* set: read the rest at once */
+};
+
+/*
+ * 1 KiB every 200 ms: each send of the server completes, soon enough for
+ * a timeout per send; until told to read the rest at once.
+ */
+static void *slow_read(void *arg)
+{
+	struct slow_reader *sr = arg;
+	char buf[65536];
+
+	for (int i = 0; i < 2000; i++) {
+		bool fast = __atomic_load_n(&sr->fast, __ATOMIC_ACQUIRE);
+		ssize_t n = recv(sr->fd, buf, fast ? sizeof(buf) : 1024, 0);
+
+		if (n <= 0) {
+			sr->closed = true;
+			break;
+		}
+		sr->got += (size_t)n;
+		if (!fast)
+			usleep(200 * 1000);
+	}
+	return NULL;
+}
+
+/*
+ * A client that asks for much and reads slowly holds up nobody: the
+ * replies to one batch of its requests have two seconds in all, not each
+ * send. Before, a client reading 1 KiB at a time just fast enough kept
+ * the server on its replies for minutes: every other client timed out,
+ * and exit() waited in slub_control_stop() (89 s, stopped by hand).
+ */
+static void test_slow_reader(void)
+{
+	static const char req[] = "list slab/" KNOWN_NAME "\n";
+	static char reqs[600 * sizeof(req)];
+	struct slow_reader sr = { .fd = ctl_connect(live.path) };
+	size_t len = 0;
+	char buf[256];
+	pthread_t t;
+	int fd;
+
+	for (int i = 0; i < 600; i++, len += sizeof(req) - 1)
+		memcpy(reqs + len, req, sizeof(req) - 1);
+	CHECK(sr.fd >= 0);
+	CHECK(send(sr.fd, reqs, len, MSG_NOSIGNAL) == (ssize_t)len);
+	CHECK_EQ(pthread_create(&t, NULL, slow_read, &sr), 0);
+	usleep(300 * 1000);
+	/* Another client: served once the slow one is dropped, 2 s on. */
+	fd = ctl_connect(live.path);
+	CHECK(fd >= 0);
+	CHECK(send(fd, "read process/pid\n", 17, MSG_NOSIGNAL) == 17);
+	CHECK(wait_readable(fd, 15000));
+	read_reply(fd, buf, sizeof(buf));
+	CHECK(!strncmp(buf, "ok ", 3));
+	close(fd);
+	__atomic_store_n(&sr.fast, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	CHECK(sr.closed);
+	fprintf(stderr, "the slow reader got %zu bytes before it was dropped\n", sr.got);
+	close(sr.fd);
+	check_serving();
+}
+
+/* ---- Servers that are not what they seem ---------------------------------- */
+
+enum fake { FAKE_HUGE, FAKE_ENDLESS, FAKE_PLAUSIBLE };
+
+/*
+ * A process that is not libslub's, listening on dir/<name_pid>.sock
+ * (its own pid when name_pid is 0): its answers are a reply's head with
+ * an absurd length, a head that never ends, or a plausible "ok 4\nfake".
+ */
+static pid_t fake_server(const char *dir, long name_pid, enum fake how, char *path,
+			 size_t size)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		struct sockaddr_un addr = { .sun_family = AF_UNIX };
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0), c;
+		char buf[4096];
+
+		snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%ld.sock", dir,
+			 name_pid ? name_pid : (long)getpid());
+		if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) ||
+		    listen(fd, 4))
+			_exit(2);
+		while ((c = accept(fd, NULL, NULL)) >= 0) {
+			if (recv(c, buf, sizeof(buf), 0) <= 0)
+				continue;
+			if (how == FAKE_PLAUSIBLE) {
+				send(c, "ok 4\nfake", 9, MSG_NOSIGNAL);
+			} else {
+				memset(buf, how == FAKE_HUGE ? 'y' : 'x', sizeof(buf));
+				if (how == FAKE_HUGE)
+					send(c, "ok 99999999999999\n", 18, MSG_NOSIGNAL);
+				while (send(c, buf, sizeof(buf), MSG_NOSIGNAL) > 0)
+					;
+			}
+			close(c);
+		}
+		_exit(0);
+	}
+	snprintf(path, size, "%s/%ld.sock", dir, name_pid ? name_pid : (long)pid);
+	for (int i = 0; i < 500 && access(path, F_OK); i++)
+		usleep(10 * 1000);
+	CHECK(!access(path, F_OK));
+	return pid;
+}
+
+static void fake_stop(pid_t pid, const char *path)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	unlink(path);
+}
+
+/*
+ * slabinfo -p against servers that are not libslub's: an answer that
+ * never ends, or claims 99999999999999 bytes, is a protocol error at once
+ * (it hung for good); a socket whose server is not the process asked
+ * for, or that sits in a directory others may write to, is not trusted
+ * (another user could make the path first and be served our writes).
+ */
+static void test_fake_servers(void)
+{
+	char path[128], open_dir[128];
+	pid_t f;
+
+	f = fake_server(ctl_dir, 0, FAKE_HUGE, path, sizeof(path));
+	CHECK_EQ(run_cmd(out, sizeof(out), "%s -p %ld --get process/pid 2>&1", tool,
+			 (long)f), 1);
+	CHECK(strstr(out, "Protocol error") != NULL);
+	fake_stop(f, path);
+	f = fake_server(ctl_dir, 0, FAKE_ENDLESS, path, sizeof(path));
+	CHECK_EQ(run_cmd(out, sizeof(out), "%s -p %ld --get process/pid 2>&1", tool,
+			 (long)f), 1);
+	CHECK(strstr(out, "Protocol error") != NULL);
+	fake_stop(f, path);
+	/* On the socket path of this process, which serves nothing. */
+	f = fake_server(ctl_dir, (long)getpid(), FAKE_PLAUSIBLE, path, sizeof(path));
+	CHECK_EQ(run_cmd(out, sizeof(out), "%s -p %ld --get process/pid 2>&1", tool,
+			 (long)getpid()), 1);
+	CHECK(strstr(out, "served by another process") != NULL);
+	CHECK(strstr(out, "fake") == NULL);
+	fake_stop(f, path);
+	/* Its own path, but in a directory open to all. */
+	snprintf(open_dir, sizeof(open_dir), "%s-open", ctl_dir);
+	CHECK(!mkdir(open_dir, 0777) && !chmod(open_dir, 0777));
+	f = fake_server(open_dir, 0, FAKE_PLAUSIBLE, path, sizeof(path));
+	CHECK_EQ(run_cmd(out, sizeof(out), "SLUB_CONTROL_DIR=%s %s -p %ld --get "
+			 "process/pid 2>&1", open_dir, tool, (long)f), 1);
+	CHECK(strstr(out, "not a private directory") != NULL);
+	CHECK(strstr(out, "fake") == NULL);
+	fake_stop(f, path);
+	rmdir(open_dir);
+	check_serving();
+}
+
+/*
+ * The socket of a process that exec'd, or left by _exit(), skipping the
+ * atexit handler, stays behind (every `sh -c` under SLUB_CONTROL=1 left
+ * one): the next server removes those of processes that are gone, and
+ * only those.
+ */
+static void test_stale_reaped(void)
+{
+	char dead[128], alive[128];
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct child c;
+	pid_t pid;
+	int fd;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%ld.sock", ctl_dir,
+			 (long)getpid());
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		_exit(fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) ||
+		      listen(fd, 1));
+	}
+	CHECK(waitpid(pid, NULL, 0) == pid);
+	snprintf(dead, sizeof(dead), "%s/%ld.sock", ctl_dir, (long)pid);
+	CHECK(!access(dead, F_OK));
+	/* A live process that does not serve: its file stays. */
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%ld.sock", ctl_dir,
+		 (long)getpid());
+	snprintf(alive, sizeof(alive), "%s", addr.sun_path);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK(fd >= 0 && !bind(fd, (struct sockaddr *)&addr, sizeof(addr)));
+	close(fd);
+	CHECK(spawn(&c, true, NULL));
+	CHECK(access(dead, F_OK) && errno == ENOENT);
+	CHECK(!access(alive, F_OK));
+	CHECK_EQ(quit(&c), 0);
+	unlink(alive);
+	check_serving();
+}
+
 /*
  * Another user's connect() is refused by the kernel (EACCES), before the
  * server sees anything. Trying needs root, to become that user.
@@ -548,6 +768,9 @@ int main(void)
 	TEST(test_bad_requests);
 	TEST(test_truncated);
 	TEST(test_busy);
+	TEST(test_slow_reader);
+	TEST(test_fake_servers);
+	TEST(test_stale_reaped);
 	TEST(test_permissions);
 	TEST(test_fork);
 	TEST(test_default_dir);

@@ -2,21 +2,51 @@
 /* slabinfo -p PID: the namespace of another process, over its control socket. */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
 #include "slabinfo_client.h"
 
-/* A process that stopped (SIGSTOP, a debugger) does not answer. */
+/*
+ * A process that stopped (SIGSTOP, a debugger) does not answer: a whole
+ * reply must arrive within this, however its bytes trickle in.
+ */
 #define REMOTE_TIMEOUT_SECS	5
 
-static int connect_path(const char *path, int *fdp)
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The server at the other end is the process asked for, and runs as us
+ * (or we are root): a socket another user put in our place would be
+ * served false figures from and given our writes.
+ */
+static int peer_is(int fd, long pid)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return -errno;
+	if (cred.uid != geteuid() && geteuid() != 0)
+		return -EPERM;
+	return pid && cred.pid != (pid_t)pid ? -ESRCH : 0;
+}
+
+static int connect_path(const char *path, long pid, int *fdp)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = REMOTE_TIMEOUT_SECS };
@@ -30,8 +60,11 @@ static int connect_path(const char *path, int *fdp)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)))
 		ret = -errno;
+	else
+		ret = peer_is(fd, pid);
+	if (ret) {
 		close(fd);
 		return ret;
 	}
@@ -56,7 +89,13 @@ int remote_open(struct remote *r, long pid, FILE *err)
 				 "%s%s", tried[0] ? ", " : "", dir);
 			continue;
 		}
-		ret = connect_path(r->path, &r->fd);
+		ret = control_dir_trusted(dir);
+		if (ret) {
+			fprintf(err, "slabinfo: %s is not a private directory of "
+				"this user: not connecting\n", dir);
+			return ret;
+		}
+		ret = connect_path(r->path, pid, &r->fd);
 	}
 	if (ret == -ENOENT && kill((pid_t)pid, 0) && errno == ESRCH)
 		fprintf(err, "slabinfo: no process %ld\n", pid);
@@ -69,6 +108,9 @@ int remote_open(struct remote *r, long pid, FILE *err)
 	else if (ret == -ECONNREFUSED)
 		fprintf(err, "slabinfo: %s: stale socket: process %ld no longer "
 			"serves\n", r->path, pid);
+	else if (ret == -ESRCH)
+		fprintf(err, "slabinfo: %s: served by another process than %ld\n",
+			r->path, pid);
 	else if (ret)
 		fprintf(err, "slabinfo: %s: %s\n", r->path, strerror(-ret));
 	return ret;
@@ -117,12 +159,17 @@ static int send_request(struct remote *r, const char *verb, const char *path,
 	return 0;
 }
 
-/* The next reply byte; -1 when the connection ended or timed out. */
+/* The next reply byte; -1 when the connection ended or the reply's time is up. */
 static int next_byte(struct remote *r)
 {
 	if (r->pos == r->len) {
-		ssize_t n = recv(r->fd, r->buf, sizeof(r->buf), 0);
+		struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+		long long left = r->deadline - now_ms();
+		ssize_t n;
 
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			return -1;
+		n = recv(r->fd, r->buf, sizeof(r->buf), MSG_DONTWAIT);
 		if (n <= 0)
 			return -1;
 		r->pos = 0;
@@ -133,18 +180,24 @@ static int next_byte(struct remote *r)
 
 /*
  * Read a reply: "ok <n>\n" and n bytes, of which the first size - 1 go to
- * buf with a NUL; returns n. "error <errno> ..." returns -errno.
+ * buf with a NUL; returns n. "error <errno> ..." returns -errno. A head
+ * line longer than any server writes, an n past CTL_REPLY_MAX, or a
+ * reply that takes longer than REMOTE_TIMEOUT_SECS in all is not a
+ * libslub server's: the connection is dropped.
  */
 static ssize_t read_reply(struct remote *r, char *buf, size_t size)
 {
-	char head[160];
+	char head[160], *end;
 	size_t h = 0, got = 0;
 	unsigned long n;
 	int ch;
 
-	while ((ch = next_byte(r)) >= 0 && ch != '\n')
-		if (h + 1 < sizeof(head))
-			head[h++] = (char)ch;
+	r->deadline = now_ms() + REMOTE_TIMEOUT_SECS * 1000;
+	while ((ch = next_byte(r)) >= 0 && ch != '\n') {
+		if (h + 1 == sizeof(head))
+			return broken(r, -EPROTO);
+		head[h++] = (char)ch;
+	}
 	head[h] = '\0';
 	if (ch < 0)
 		return broken(r, -EIO);
@@ -155,7 +208,10 @@ static ssize_t read_reply(struct remote *r, char *buf, size_t size)
 	}
 	if (strncmp(head, "ok ", 3))
 		return broken(r, -EPROTO);
-	n = strtoul(head + 3, NULL, 10);
+	errno = 0;
+	n = strtoul(head + 3, &end, 10);
+	if (errno || *end || end == head + 3 || n > CTL_REPLY_MAX)
+		return broken(r, -EPROTO);
 	for (; got < n; got++) {
 		ch = next_byte(r);
 		if (ch < 0)
@@ -180,8 +236,13 @@ static int remote_write(void *ctx, const char *path, const char *value)
 {
 	struct remote *r = ctx;
 	int ret = send_request(r, "write", path, value);
+	ssize_t n;
 
-	return ret ? ret : (int)read_reply(r, NULL, 0);
+	if (ret)
+		return ret;
+	/* A write's answer carries nothing. */
+	n = read_reply(r, NULL, 0);
+	return n > 0 ? broken(r, -EPROTO) : (int)n;
 }
 
 struct slabinfo_source remote_source(struct remote *r)
@@ -195,10 +256,13 @@ struct slabinfo_source remote_source(struct remote *r)
 
 static int list_dir(const char *dir, FILE *out)
 {
-	DIR *d = opendir(dir);
+	DIR *d;
 	struct dirent *e;
 	int live = 0;
 
+	if (control_dir_trusted(dir))
+		return 0;	/* missing, or not ours: nothing to trust in it */
+	d = opendir(dir);
 	if (!d)
 		return 0;
 	while ((e = readdir(d))) {
@@ -210,7 +274,7 @@ static int list_dir(const char *dir, FILE *out)
 			continue;
 		memset(&r, 0, sizeof(r));
 		if (control_socket_path(r.path, sizeof(r.path), dir, pid) ||
-		    connect_path(r.path, &r.fd)) {
+		    connect_path(r.path, pid, &r.fd)) {
 			fprintf(out, "%7ld %-16s %s (stale)\n", pid, "-", r.path);
 			continue;
 		}

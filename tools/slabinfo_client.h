@@ -12,6 +12,7 @@ struct remote {
 	long pid;
 	char path[108];
 	size_t pos, len;	/* buffered reply bytes in buf[pos..len) */
+	long long deadline;	/* the reply being read: CLOCK_MONOTONIC ms */
 	char buf[4096];
 };
 
