@@ -86,6 +86,9 @@ struct si_field_desc {
 extern const struct si_field_desc si_fields[SI_NR_FIELDS];
 
 #define SI_NAME_MAX	64
+/* A record's bounds (slabinfo -f): more is not a process's. */
+#define SI_MAX_CACHES	65536
+#define SI_MAX_CPU_IDS	65536
 
 struct si_cache {
 	char name[SI_NAME_MAX];
@@ -157,7 +160,10 @@ static inline unsigned long si_frees_fast(const struct si_cache *c)
 static inline unsigned long si_pct(unsigned long a, unsigned long b,
 				   unsigned long dflt)
 {
-	return b ? a * 100 / b : dflt;
+	/* In 128 bits: a partial count of a hand-made record wrapped at * 100. */
+	unsigned __int128 p = b ? (unsigned __int128)a * 100 / b : dflt;
+
+	return p > ~0UL ? ~0UL : (unsigned long)p;
 }
 
 /* %Fr and %Ef of the table. */

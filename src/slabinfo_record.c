@@ -17,6 +17,7 @@
  * (si_escape) so that a value never holds a space.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,16 +185,31 @@ static int parse_str(char *val, char *out, size_t size)
 	return 0;
 }
 
+/*
+ * A name the views print as it is: no control byte, which would reach
+ * the terminal (an escape sequence in a hand-made record cleared the
+ * screen and set the window's title).
+ */
+static int parse_name(char *val, char *out, size_t size)
+{
+	if (parse_str(val, out, size))
+		return -EINVAL;
+	for (const char *p = out; *p; p++)
+		if ((unsigned char)*p < ' ' || *p == 0x7f)
+			return -EINVAL;
+	return 0;
+}
+
 static int process_kv(struct si_snap *snap, const char *key, char *val)
 {
 	unsigned long v;
 
 	if (!strcmp(key, "pid")) {
-		if (parse_num(val, &v))
+		if (parse_num(val, &v) || v > INT_MAX)
 			return -EINVAL;
 		snap->pid = (long)v;
 	} else if (!strcmp(key, "nr_cpu_ids")) {
-		if (parse_num(val, &v))
+		if (parse_num(val, &v) || !v || v > SI_MAX_CPU_IDS)
 			return -EINVAL;
 		snap->nr_cpus = (unsigned int)v;
 	} else if (!strcmp(key, "rseq_restarts")) {
@@ -205,7 +221,7 @@ static int process_kv(struct si_snap *snap, const char *key, char *val)
 	} else if (!strcmp(key, "lock_sleeps")) {
 		return parse_num(val, &snap->lock_sleeps) ? -EINVAL : 0;
 	} else if (!strcmp(key, "comm")) {
-		return parse_str(val, snap->comm, sizeof(snap->comm));
+		return parse_name(val, snap->comm, sizeof(snap->comm));
 	} else if (!strcmp(key, "percpu_mode")) {
 		return parse_str(val, snap->percpu_mode, sizeof(snap->percpu_mode));
 	} else if (!strcmp(key, "preset")) {
@@ -216,8 +232,8 @@ static int process_kv(struct si_snap *snap, const char *key, char *val)
 
 static int cache_kv(struct si_cache *c, const char *key, char *val)
 {
-	if (!strcmp(key, "name"))
-		return parse_str(val, c->name, sizeof(c->name));
+	if (!strcmp(key, "name"))	/* one name a cache */
+		return c->name[0] ? -EINVAL : parse_name(val, c->name, sizeof(c->name));
 	for (int i = 0; i < SI_NR_FIELDS; i++)
 		if (!strcmp(key, si_fields[i].name))
 			return parse_num(val, &c->v[i]);
@@ -251,6 +267,8 @@ static int counters_kv(struct si_snap *snap, const char *key, char *val)
 
 static int add_cache(struct si_snap *snap, unsigned int *cap, struct si_cache **c)
 {
+	if (snap->nr == SI_MAX_CACHES)
+		return -E2BIG;
 	if (snap->nr == *cap) {
 		unsigned int ncap = *cap ? *cap * 2 : 32;
 		struct si_cache *n = realloc(snap->caches, ncap * sizeof(*n));
@@ -265,8 +283,12 @@ static int add_cache(struct si_snap *snap, unsigned int *cap, struct si_cache **
 	return 0;
 }
 
+/* The lines a record must have, besides its caches. */
+enum { SEEN_PROCESS = 1, SEEN_PAGE_ALLOC = 2, SEEN_COUNTERS = 4, SEEN_ALL = 7 };
+
 /* One line inside a record: "<kind> key=value key=value ...". */
-static int parse_line(char *line, struct si_snap *snap, unsigned int *cap)
+static int parse_line(char *line, struct si_snap *snap, unsigned int *cap,
+		      unsigned int *seen)
 {
 	static const struct {
 		const char *kind;
@@ -284,8 +306,10 @@ static int parse_line(char *line, struct si_snap *snap, unsigned int *cap)
 	if (!kind)
 		return -EINVAL;
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
-		if (!strcmp(kind, kinds[i].kind))
+		if (!strcmp(kind, kinds[i].kind)) {
 			kv = kinds[i].kv;
+			*seen |= 1U << i;
+		}
 	if (!strcmp(kind, "cache")) {
 		ret = add_cache(snap, cap, &c);
 		if (ret)
@@ -306,11 +330,40 @@ static int parse_line(char *line, struct si_snap *snap, unsigned int *cap)
 	return ret;
 }
 
+/*
+ * A whole record, before the views see it: every line a record has, no
+ * cache twice, and numbers the views can compute with: an order the page
+ * allocator has, and a Space and an objects' size that fit an unsigned
+ * long (past them a hand-made record showed wrapped figures as if true,
+ * and an order of 64 was undefined behaviour). Returns a reason, or NULL.
+ */
+static const char *record_unsound(const struct si_snap *snap, unsigned int seen)
+{
+	if (seen != SEEN_ALL)
+		return "a process, page_alloc or page_counters line is missing";
+	for (unsigned int i = 0; i < snap->nr; i++) {
+		const struct si_cache *c = &snap->caches[i];
+		unsigned long bytes;
+
+		for (unsigned int k = 0; k < i; k++)
+			if (!strcmp(snap->caches[k].name, c->name))
+				return "a cache appears twice";
+		if (c->v[SI_ORDER] >= NR_PAGE_ORDERS ||
+		    __builtin_mul_overflow(c->v[SI_SLABS],
+					   SLUB_PAGE_SIZE << c->v[SI_ORDER], &bytes) ||
+		    __builtin_mul_overflow(c->v[SI_OBJECTS], c->v[SI_OBJECT_SIZE],
+					   &bytes))
+			return "a cache's order, slabs or objects are out of range";
+	}
+	return NULL;
+}
+
 int si_record_read(FILE *f, long pid, struct si_snap *snap, FILE *err)
 {
 	struct si_snap cur = { 0 };
-	unsigned int cap = 0, lineno = 0;
+	unsigned int cap = 0, lineno = 0, seen = 0;
 	bool inside = false, found = false;
+	const char *why;
 	char *line = NULL;
 	size_t len = 0;
 	ssize_t n;
@@ -321,26 +374,50 @@ int si_record_read(FILE *f, long pid, struct si_snap *snap, FILE *err)
 		lineno++;
 		if (line[n - 1] == '\n')
 			line[--n] = '\0';
-		if (!strcmp(line, SI_RECORD_BEGIN)) {
+		if (inside && memchr(line, '\0', (size_t)n)) {
+			/* The rest of the line would be lost without a word. */
+			fprintf(err, "slabinfo: line %u: NUL byte in a record line\n",
+				lineno);
+			ret = -EINVAL;
+		} else if (!strcmp(line, SI_RECORD_BEGIN)) {
 			si_snap_free(&cur);
 			memset(&cur, 0, sizeof(cur));
 			cap = 0;
+			seen = 0;
 			inside = true;
 		} else if (inside && !strcmp(line, SI_RECORD_END)) {
 			inside = false;
 			if (pid > 0 && cur.pid != pid)
 				continue;
+			why = record_unsound(&cur, seen);
+			if (why) {
+				fprintf(err, "slabinfo: the record ending at line %u is "
+					"not sound: %s\n", lineno, why);
+				ret = -EINVAL;
+				break;
+			}
 			si_snap_free(snap);
 			*snap = cur;
 			memset(&cur, 0, sizeof(cur));
 			cap = 0;
 			found = true;
 		} else if (inside) {
-			ret = parse_line(line, &cur, &cap);
+			ret = parse_line(line, &cur, &cap, &seen);
 			if (ret == -EINVAL)
 				fprintf(err, "slabinfo: line %u: malformed record line\n",
 					lineno);
+			else if (ret == -E2BIG)
+				fprintf(err, "slabinfo: line %u: more than %u caches\n",
+					lineno, SI_MAX_CACHES);
+			else if (ret)
+				fprintf(err, "slabinfo: line %u: %s\n", lineno,
+					strerror(-ret));
 		}
+	}
+	if (!ret && ferror(f)) {
+		/* Not the end of the file: do not show an earlier record as the last. */
+		fprintf(err, "slabinfo: reading the report: %s\n", strerror(errno));
+		ret = -EIO;
 	}
 	free(line);
 	si_snap_free(&cur);

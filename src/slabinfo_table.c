@@ -15,7 +15,7 @@ void si_show_table(FILE *f, const struct si_snap *snap, const struct si_opts *o)
 		"%Fr", "%Ef", "Flg");
 	for (int i = 0; i < n; i++) {
 		const struct si_cache *c = sel[i];
-		char space[32], dist[48], flags[16];
+		char space[32], dist[3 * 21 + 3], flags[16];	/* three 20-digit counts */
 
 		si_size(space, sizeof(space), si_space(c), o->bytes);
 		snprintf(dist, sizeof(dist), "%lu/%lu/%lu", c->v[SI_SLABS],

@@ -277,10 +277,16 @@ static void test_record_errors(void)
 	static const char two[] =
 		"slabinfo-record 1\nprocess pid=11 comm=one\n"
 		"cache name=a%20b objects=7 future_key=1\nfuture_kind x=y\n"
+		"page_alloc buddyinfo=0\npage_counters\n"
 		"slabinfo-record end\n"
 		"slabinfo-record 1\nprocess pid=12 comm=two\ncache name=c objects=9\n"
+		"page_alloc buddyinfo=0\npage_counters\n"
 		"slabinfo-record end\n";
 	struct si_snap s;
+
+	/* Without its page_alloc and page_counters lines, a record is refused. */
+	CHECK_EQ(read_text("slabinfo-record 1\nprocess pid=1\ncache name=a\n"
+			   "slabinfo-record end\n", 0, &s), -EINVAL);
 
 	CHECK_EQ(read_text("no report here\n", 0, &s), -ENOENT);
 	CHECK_EQ(read_text("slabinfo-record 1\ncache name=a objects=1\n", 0, &s), -EINVAL);

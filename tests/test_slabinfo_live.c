@@ -700,6 +700,43 @@ static void test_gone(void)
 	CHECK(strstr(out, "slabinfo: ") != NULL);
 }
 
+/*
+ * A record edited by hand is refused, with the reason, where its figures
+ * would be wrong or unsafe to print (an order of 64 was undefined
+ * behaviour in the Space column; a slab count near 2^52 wrapped it; an
+ * escape sequence in a name reached the terminal). sed edits the
+ * si_test line or the process line of a good record.
+ */
+static void check_edited_records(const char *file)
+{
+	static const struct {
+		const char *sed, *why;
+	} edits[] = {
+		{ "s/^\\(cache name=si_test .*\\) order=[0-9]*/\\1 order=64/", "not sound" },
+		{ "s/^\\(cache name=si_test .*\\) slabs=[0-9]*/\\1 slabs=4503599627370496/",
+		  "not sound" },
+		{ "/^cache name=si_test /p", "appears twice" },
+		{ "s/^cache name=si_test /&name=other /", "malformed" },
+		{ "s/^cache name=si_test /cache name=%1B%5B2J /", "malformed" },
+		{ "s/^process pid=[0-9]*/process pid=9223372036854775808/", "malformed" },
+		{ "s/ nr_cpu_ids=[0-9]*/ nr_cpu_ids=0/", "malformed" },
+		{ "/^process /d", "missing" },
+		{ "s/^process /process\\x00 /", "NUL byte" },
+	};
+
+	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		CHECK_EQ(run_cmd(out, sizeof(out), "sed '%s' %s | %s -f - 2>&1",
+				 edits[i].sed, file, tool), 1);
+		if (!strstr(out, edits[i].why)) {
+			fprintf(stderr, "edit %s: %s", edits[i].sed, out);
+			CHECK(0);
+		}
+	}
+	/* Not a file to read: the error, not "no exit report found". */
+	CHECK_EQ(run_cmd(out, sizeof(out), "%s -f %s 2>&1", tool, ctl_dir), 1);
+	CHECK(strstr(out, "Is a directory") != NULL);
+}
+
 /* SLUB_STATS=1: the report at exit, read back by slabinfo -f. */
 static void test_exit_report(void)
 {
@@ -737,6 +774,7 @@ static void test_exit_report(void)
 	/* Cut short, the record is refused. */
 	CHECK_EQ(run_cmd(out, sizeof(out), "head -n -1 %s | %s -f - 2>&1", file, tool), 1);
 	CHECK(strstr(out, "truncated") != NULL);
+	check_edited_records(file);
 	/* A file, not a process: nothing to write to or watch. */
 	CHECK_EQ(run_cmd(out, sizeof(out), "%s -f %s -s 2>&1", tool, file), 2);
 	CHECK_EQ(run_cmd(out, sizeof(out), "%s -f %s -w 1 2>&1", tool, file), 2);
