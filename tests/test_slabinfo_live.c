@@ -459,7 +459,7 @@ static void test_slow_reader(void)
 
 /* ---- Servers that are not what they seem ---------------------------------- */
 
-enum fake { FAKE_HUGE, FAKE_ENDLESS, FAKE_PLAUSIBLE };
+enum fake { FAKE_HUGE, FAKE_ENDLESS, FAKE_PLAUSIBLE, FAKE_GONE };
 
 /*
  * A process that is not libslub's, listening on dir/<name_pid>.sock
@@ -486,7 +486,9 @@ static pid_t fake_server(const char *dir, long name_pid, enum fake how, char *pa
 		while ((c = accept(fd, NULL, NULL)) >= 0) {
 			if (recv(c, buf, sizeof(buf), 0) <= 0)
 				continue;
-			if (how == FAKE_PLAUSIBLE) {
+			if (how == FAKE_GONE) {
+				_exit(0);	/* as an exec or an exit mid-request */
+			} else if (how == FAKE_PLAUSIBLE) {
 				send(c, "ok 4\nfake", 9, MSG_NOSIGNAL);
 			} else {
 				memset(buf, how == FAKE_HUGE ? 'y' : 'x', sizeof(buf));
@@ -528,12 +530,18 @@ static void test_fake_servers(void)
 	f = fake_server(ctl_dir, 0, FAKE_HUGE, path, sizeof(path));
 	CHECK_EQ(run_cmd(out, sizeof(out), "%s -p %ld --get process/pid 2>&1", tool,
 			 (long)f), 1);
-	CHECK(strstr(out, "Protocol error") != NULL);
+	CHECK(strstr(out, "not a libslub control socket's reply") != NULL);
 	fake_stop(f, path);
 	f = fake_server(ctl_dir, 0, FAKE_ENDLESS, path, sizeof(path));
 	CHECK_EQ(run_cmd(out, sizeof(out), "%s -p %ld --get process/pid 2>&1", tool,
 			 (long)f), 1);
-	CHECK(strstr(out, "Protocol error") != NULL);
+	CHECK(strstr(out, "not a libslub control socket's reply") != NULL);
+	fake_stop(f, path);
+	/* A server gone mid-request: said so, not "Input/output error". */
+	f = fake_server(ctl_dir, 0, FAKE_GONE, path, sizeof(path));
+	CHECK_EQ(run_cmd(out, sizeof(out), "%s -p %ld --get process/pid 2>&1", tool,
+			 (long)f), 1);
+	CHECK(strstr(out, "closed the connection") != NULL);
 	fake_stop(f, path);
 	/* On the socket path of this process, which serves nothing. */
 	f = fake_server(ctl_dir, (long)getpid(), FAKE_PLAUSIBLE, path, sizeof(path));

@@ -57,7 +57,7 @@ static int do_set(const struct slabinfo_source *src, const char *arg)
 	path[len] = '\0';
 	ret = src->write(src->ctx, path, eq + 1);
 	if (ret)
-		fprintf(stderr, "slabinfo: --set %s: %s\n", arg, strerror(-ret));
+		fprintf(stderr, "slabinfo: --set %s: %s\n", arg, remote_strerror(ret));
 	return ret ? 1 : 0;
 }
 
@@ -67,7 +67,7 @@ static int do_get(const struct slabinfo_source *src, const char *path)
 	char *text = si_read_all(src, path, &err);
 
 	if (!text) {
-		fprintf(stderr, "slabinfo: --get %s: %s\n", path, strerror(-err));
+		fprintf(stderr, "slabinfo: --get %s: %s\n", path, remote_strerror(err));
 		return 1;
 	}
 	fputs(text, stdout);
@@ -107,7 +107,7 @@ static int snapshot(const struct si_opts *o, struct si_snap *snap, bool first)
 	}
 	remote_close(&r);
 	if (ret)
-		fprintf(stderr, "slabinfo: process %ld: %s\n", o->pid, strerror(-ret));
+		fprintf(stderr, "slabinfo: process %ld: %s\n", o->pid, remote_strerror(ret));
 	return ret;
 }
 

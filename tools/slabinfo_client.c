@@ -153,13 +153,16 @@ static int send_request(struct remote *r, const char *verb, const char *path,
 		ssize_t w = send(r->fd, req + off, (size_t)n - off, MSG_NOSIGNAL);
 
 		if (w <= 0)
-			return broken(r, -EIO);
+			return broken(r, -ECONNRESET);
 		off += (size_t)w;
 	}
 	return 0;
 }
 
-/* The next reply byte; -1 when the connection ended or the reply's time is up. */
+/*
+ * The next reply byte; -ETIMEDOUT when the reply's time is up,
+ * -ECONNRESET when the server closed the connection.
+ */
 static int next_byte(struct remote *r)
 {
 	if (r->pos == r->len) {
@@ -168,10 +171,10 @@ static int next_byte(struct remote *r)
 		ssize_t n;
 
 		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
-			return -1;
+			return -ETIMEDOUT;
 		n = recv(r->fd, r->buf, sizeof(r->buf), MSG_DONTWAIT);
 		if (n <= 0)
-			return -1;
+			return -ECONNRESET;
 		r->pos = 0;
 		r->len = (size_t)n;
 	}
@@ -200,7 +203,7 @@ static ssize_t read_reply(struct remote *r, char *buf, size_t size)
 	}
 	head[h] = '\0';
 	if (ch < 0)
-		return broken(r, -EIO);
+		return broken(r, ch);
 	if (!strncmp(head, "error ", 6)) {
 		long e = strtol(head + 6, NULL, 10);
 
@@ -215,7 +218,7 @@ static ssize_t read_reply(struct remote *r, char *buf, size_t size)
 	for (; got < n; got++) {
 		ch = next_byte(r);
 		if (ch < 0)
-			return broken(r, -EIO);
+			return broken(r, ch);
 		if (size && got < size - 1)
 			buf[got] = (char)ch;
 	}
@@ -243,6 +246,20 @@ static int remote_write(void *ctx, const char *path, const char *value)
 	/* A write's answer carries nothing. */
 	n = read_reply(r, NULL, 0);
 	return n > 0 ? broken(r, -EPROTO) : (int)n;
+}
+
+const char *remote_strerror(int err)
+{
+	switch (err) {
+	case -ECONNRESET:
+		return "the process closed the connection (it exited, or exec'd)";
+	case -ETIMEDOUT:
+		return "no whole reply within 5 s (is the process stopped?)";
+	case -EPROTO:
+		return "not a libslub control socket's reply";
+	default:
+		return strerror(-err);
+	}
 }
 
 struct slabinfo_source remote_source(struct remote *r)

@@ -23,6 +23,8 @@ struct remote {
  */
 int remote_open(struct remote *r, long pid, FILE *err);
 void remote_close(struct remote *r);
+/* What a -errno of the calls below means, said for a person. */
+const char *remote_strerror(int err);
 /* r as a slabinfo source: reads and writes over the socket. */
 struct slabinfo_source remote_source(struct remote *r);
 
