@@ -279,9 +279,12 @@ static enum barn_put_result barn_put_full(struct kmem_cache *s,
 		}
 	}
 	slub_unlock(&barn->lock);
-	if (sheaf) {		/* the barn filled up meanwhile */
+	if (sheaf) {		/* the barn filled up meanwhile, or sheaves went off */
 		sheaf->size = 0;
-		keep_spare(s, sheaf);
+		if (READ_ONCE(s->sheaf_capacity))
+			keep_spare(s, sheaf);
+		else
+			free_sheaf(sheaf);
 	}
 	if (next)
 		keep_spare(s, next);
