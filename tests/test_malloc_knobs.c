@@ -66,23 +66,14 @@ static size_t random_size(unsigned long long *rnd)
 	return 1 + (size_t)(rnd_next(rnd) % (2 * MiB));
 }
 
-/* A pattern over the first and last 256 bytes (all of a small block). */
 static void mark(const struct block *b)
 {
-	if (b->n <= 512) {
-		fill(b->p, b->n, b->seed);
-		return;
-	}
-	fill(b->p, 256, b->seed);
-	fill(b->p + b->n - 256, 256, b->seed + 1);
+	mark_ends(b->p, b->n, b->seed);
 }
 
 static bool marked(const struct block *b)
 {
-	if (b->n <= 512)
-		return check_fill(b->p, b->n, b->seed) == b->n;
-	return check_fill(b->p, 256, b->seed) == 256 &&
-	       check_fill(b->p + b->n - 256, 256, b->seed + 1) == 256;
+	return marked_ends(b->p, b->n, b->seed);
 }
 
 static void release(const struct block *b)

@@ -29,25 +29,6 @@ static size_t random_size(unsigned long long *rnd)
 	return 4 * MiB + (size_t)(rnd_next(rnd) % (4 * MiB));
 }
 
-/* Only the first and last 256 bytes of a big block carry the pattern. */
-static void mark(unsigned char *p, size_t n, unsigned int seed)
-{
-	if (n <= 512) {
-		fill(p, n, seed);
-		return;
-	}
-	fill(p, 256, seed);
-	fill(p + n - 256, 256, seed + 1);
-}
-
-static bool marked(const unsigned char *p, size_t n, unsigned int seed)
-{
-	if (n <= 512)
-		return check_fill(p, n, seed) == n;
-	return check_fill(p, 256, seed) == 256 &&
-	       check_fill(p + n - 256, 256, seed + 1) == 256;
-}
-
 static void test_random_traffic(void)
 {
 	enum { SLOTS = 512, OPS = 200000 };
@@ -63,12 +44,12 @@ static void test_random_traffic(void)
 		size_t sz = random_size(&rnd);
 		unsigned char *q;
 
-		if (p[i] && !marked(p[i], n[i], seed[i]))
+		if (p[i] && !marked_ends(p[i], n[i], seed[i]))
 			bad++;
 		if (p[i] && r == 0) {		/* realloc */
 			size_t keep = n[i] < sz ? n[i] : sz;
 
-			/* mark() patterned only the head of a big block. */
+			/* mark_ends() patterned only the head of a big block. */
 			if (n[i] > 512 && keep > 256)
 				keep = 256;
 
@@ -96,10 +77,10 @@ static void test_random_traffic(void)
 		n[i] = sz;
 		seed[i] = (unsigned int)op;
 		if (p[i])
-			mark(p[i], sz, seed[i]);
+			mark_ends(p[i], sz, seed[i]);
 	}
 	for (int i = 0; i < SLOTS; i++) {
-		if (p[i] && !marked(p[i], n[i], seed[i]))
+		if (p[i] && !marked_ends(p[i], n[i], seed[i]))
 			bad++;
 		free(p[i]);
 		p[i] = NULL;
