@@ -84,14 +84,6 @@ static void publish_path(const char *path)
 	slub_unlock(&served_lock);
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- Replies ---------------------------------------------------------------- */
 
 /*
@@ -118,7 +110,7 @@ static int send_all(int fd, const char *buf, size_t len, long long deadline)
 		}
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
 			return -1;
-		left = deadline - now_ms();
+		left = deadline - control_now_ms();
 		if (left <= 0 || (poll(pfd, 2, (int)left) < 0 && errno != EINTR) ||
 		    pfd[1].revents)
 			return -1;
@@ -269,14 +261,15 @@ static void conn_accept(void)
 	if (fd >= 0 && i < CTL_MAX_CONNS && peer_allowed(fd)) {
 		ctl.conn_fd[i] = fd;
 		ctl.conns[i].len = 0;
-		ctl.conns[i].last_ms = now_ms();
+		ctl.conns[i].last_ms = control_now_ms();
 		fd = -1;
 	}
 	slub_unlock(&ctl.lock);
 	if (fd < 0)
 		return;
 	if (i == CTL_MAX_CONNS)
-		reply_error(fd, EBUSY, "too many connections", now_ms() + CTL_SEND_MS);
+		reply_error(fd, EBUSY, "too many connections",
+			    control_now_ms() + CTL_SEND_MS);
 	close(fd);
 }
 
@@ -290,7 +283,7 @@ static void conn_input(int i)
 	struct ctl_conn *c = &ctl.conns[i];
 	int fd = ctl.conn_fd[i];
 	ssize_t n = recv(fd, c->buf + c->len, sizeof(c->buf) - c->len, MSG_DONTWAIT);
-	long long deadline = now_ms() + CTL_SEND_MS;
+	long long deadline = control_now_ms() + CTL_SEND_MS;
 	char *nl;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -312,7 +305,7 @@ static void conn_input(int i)
 		}
 		c->len -= len + 1;
 		memmove(c->buf, nl + 1, c->len);
-		c->last_ms = now_ms();
+		c->last_ms = control_now_ms();
 	}
 	if (c->len == sizeof(c->buf)) {
 		reply_error(fd, E2BIG, "request too long", deadline);
@@ -328,7 +321,7 @@ static void *ctl_thread(void *arg)
 
 	(void)arg;
 	while (ok) {
-		long long now = now_ms(), wait = CTL_IDLE_MS;
+		long long now = control_now_ms(), wait = CTL_IDLE_MS;
 		int nfds = 2;
 
 		pfd[0] = (struct pollfd){ .fd = ctl.wake[0], .events = POLLIN };

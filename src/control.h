@@ -43,6 +43,9 @@
  */
 int control_dir_candidate(int i, char *buf, size_t size);
 
+/* CLOCK_MONOTONIC in milliseconds: the deadlines of server and client. */
+long long control_now_ms(void);
+
 /* <dir>/<pid>.sock; -ENAMETOOLONG when it does not fit a sockaddr_un. */
 int control_socket_path(char *buf, size_t size, const char *dir, long pid);
 

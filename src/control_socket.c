@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -44,6 +45,14 @@ int control_dir_candidate(int i, char *buf, size_t size)
 		return -ENOENT;
 	}
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+long long control_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int control_socket_path(char *buf, size_t size, const char *dir, long pid)

@@ -177,26 +177,19 @@ static int parse_list(const char *val, unsigned long *out, unsigned int max)
 	}
 }
 
+/*
+ * Every string of a record is printed as it is, so none may hold a
+ * control byte, which would reach the terminal (an escape sequence in a
+ * hand-made record cleared the screen and set the window's title).
+ */
 static int parse_str(char *val, char *out, size_t size)
 {
 	if (si_unescape(val) || strlen(val) >= size)
 		return -EINVAL;
-	strcpy(out, val);
-	return 0;
-}
-
-/*
- * A name the views print as it is: no control byte, which would reach
- * the terminal (an escape sequence in a hand-made record cleared the
- * screen and set the window's title).
- */
-static int parse_name(char *val, char *out, size_t size)
-{
-	if (parse_str(val, out, size))
-		return -EINVAL;
-	for (const char *p = out; *p; p++)
+	for (const char *p = val; *p; p++)
 		if ((unsigned char)*p < ' ' || *p == 0x7f)
 			return -EINVAL;
+	strcpy(out, val);
 	return 0;
 }
 
@@ -221,7 +214,7 @@ static int process_kv(struct si_snap *snap, const char *key, char *val)
 	} else if (!strcmp(key, "lock_sleeps")) {
 		return parse_num(val, &snap->lock_sleeps) ? -EINVAL : 0;
 	} else if (!strcmp(key, "comm")) {
-		return parse_name(val, snap->comm, sizeof(snap->comm));
+		return parse_str(val, snap->comm, sizeof(snap->comm));
 	} else if (!strcmp(key, "percpu_mode")) {
 		return parse_str(val, snap->percpu_mode, sizeof(snap->percpu_mode));
 	} else if (!strcmp(key, "preset")) {
@@ -233,7 +226,7 @@ static int process_kv(struct si_snap *snap, const char *key, char *val)
 static int cache_kv(struct si_cache *c, const char *key, char *val)
 {
 	if (!strcmp(key, "name"))	/* one name a cache */
-		return c->name[0] ? -EINVAL : parse_name(val, c->name, sizeof(c->name));
+		return c->name[0] ? -EINVAL : parse_str(val, c->name, sizeof(c->name));
 	for (int i = 0; i < SI_NR_FIELDS; i++)
 		if (!strcmp(key, si_fields[i].name))
 			return parse_num(val, &c->v[i]);

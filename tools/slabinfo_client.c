@@ -21,14 +21,6 @@
  */
 #define REMOTE_TIMEOUT_SECS	5
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * The server at the other end is the process asked for, and runs as us
  * (or we are root): a socket another user put in our place would be
@@ -167,7 +159,7 @@ static int next_byte(struct remote *r)
 {
 	if (r->pos == r->len) {
 		struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
-		long long left = r->deadline - now_ms();
+		long long left = r->deadline - control_now_ms();
 		ssize_t n;
 
 		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
@@ -195,7 +187,7 @@ static ssize_t read_reply(struct remote *r, char *buf, size_t size)
 	unsigned long n;
 	int ch;
 
-	r->deadline = now_ms() + REMOTE_TIMEOUT_SECS * 1000;
+	r->deadline = control_now_ms() + REMOTE_TIMEOUT_SECS * 1000;
 	while ((ch = next_byte(r)) >= 0 && ch != '\n') {
 		if (h + 1 == sizeof(head))
 			return broken(r, -EPROTO);
