@@ -40,6 +40,8 @@
 #define CTL_MAX_CONNS	8
 #define CTL_IDLE_MS	10000	/* no whole request this long: closed */
 #define CTL_SEND_MS	2000	/* a batch of replies not taken by then: dropped */
+#define CTL_RETRY_MS	100	/* after a failed accept() or poll() */
+#define CTL_OUT_START	4096	/* the reply buffer at first */
 
 enum ctl_state { CTL_STOPPED, CTL_RUNNING, CTL_STOPPING };
 
@@ -61,13 +63,15 @@ static struct {
 	pid_t owner;
 	pthread_t thread;
 	int listen_fd;
+	int spare_fd;			/* given up to answer when out of descriptors */
 	int wake[2];			/* stop: a byte on wake[1] */
+	bool stop;			/* ... and this, for a thread that cannot poll */
 	int conn_fd[CTL_MAX_CONNS];	/* -1: free slot */
 	struct ctl_conn *conns;		/* the thread's buffers */
 	char *out;			/* ... and its reply buffer */
 	size_t out_cap;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-} ctl = { .lock = SLUB_LOCK_INIT, .listen_fd = -1, .wake = { -1, -1 } };
+} ctl = { .lock = SLUB_LOCK_INIT, .listen_fd = -1, .spare_fd = -1, .wake = { -1, -1 } };
 
 /*
  * The path as process/control shows it. Read under sysfs_lock, so it has
@@ -250,27 +254,72 @@ static bool peer_allowed(int fd)
 	return cred.uid == geteuid() || cred.uid == 0;
 }
 
-static void conn_accept(void)
+/* A descriptor to give up when the table is full: /dev/null, or -1. */
+static int open_spare(void)
 {
-	int fd, i;
+	return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/*
+ * accept() failed with EMFILE or ENFILE (under ctl.lock): the program
+ * holds every descriptor it may. The connection would stay queued, the
+ * listening socket readable, and poll() would return at once for ever:
+ * the thread spun at a whole CPU until the client gave up. So give up
+ * the spare descriptor, take the connection on it, say why, and take the
+ * spare back (libev's and nginx's way). Returns the connection or -1.
+ */
+static int accept_on_spare(void)
+{
+	if (ctl.spare_fd < 0)
+		return -1;
+	close(ctl.spare_fd);
+	ctl.spare_fd = -1;
+	return accept4(ctl.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+}
+
+/*
+ * Take one connection. Returns false when accept() failed in a way that
+ * polling again at once would repeat: the caller leaves the listening
+ * socket alone for CTL_RETRY_MS.
+ */
+static bool conn_accept(void)
+{
+	int fd, i, err = 0;
 
 	slub_lock(&ctl.lock);
 	fd = accept4(ctl.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	for (i = 0; fd >= 0 && i < CTL_MAX_CONNS && ctl.conn_fd[i] >= 0; i++)
+	if (fd < 0) {
+		err = errno;
+		if (err == EMFILE || err == ENFILE)
+			fd = accept_on_spare();
+	}
+	for (i = 0; !err && fd >= 0 && i < CTL_MAX_CONNS && ctl.conn_fd[i] >= 0; i++)
 		;
-	if (fd >= 0 && i < CTL_MAX_CONNS && peer_allowed(fd)) {
+	if (!err && fd >= 0 && i < CTL_MAX_CONNS && peer_allowed(fd)) {
 		ctl.conn_fd[i] = fd;
 		ctl.conns[i].len = 0;
 		ctl.conns[i].last_ms = control_now_ms();
 		fd = -1;
 	}
 	slub_unlock(&ctl.lock);
-	if (fd < 0)
-		return;
-	if (i == CTL_MAX_CONNS)
-		reply_error(fd, EBUSY, "too many connections",
-			    control_now_ms() + CTL_SEND_MS);
-	close(fd);
+	if (fd >= 0) {
+		long long deadline = control_now_ms() + CTL_SEND_MS;
+
+		if (err)
+			reply_error(fd, err, NULL, deadline);
+		else if (i == CTL_MAX_CONNS)
+			reply_error(fd, EBUSY, "too many connections", deadline);
+		close(fd);
+	}
+	if (err) {
+		slub_lock(&ctl.lock);
+		if (ctl.spare_fd < 0)
+			ctl.spare_fd = open_spare();
+		slub_unlock(&ctl.lock);
+	}
+	/* A client that went away before accept() costs no pause. */
+	return fd >= 0 || !err || err == EAGAIN || err == EINTR ||
+	       err == ECONNABORTED;
 }
 
 /*
@@ -313,19 +362,36 @@ static void conn_input(int i)
 	}
 }
 
+/* A failed poll() cannot wait on the wake pipe: the thread sleeps instead. */
+static void pause_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = ms * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * The thread runs until control_stop() and only then: every failure is
+ * waited out. A thread that left on a failed poll() had left the socket
+ * in place and the server RUNNING, and every client waited its whole
+ * deadline for an answer that never came.
+ */
 static void *ctl_thread(void *arg)
 {
 	struct pollfd pfd[2 + CTL_MAX_CONNS];
 	int slot[CTL_MAX_CONNS];
-	bool ok = out_resize(4096);
+	long long accept_at = 0;	/* a failed accept(): not before this */
 
 	(void)arg;
-	while (ok) {
+	while (!__atomic_load_n(&ctl.stop, __ATOMIC_ACQUIRE)) {
 		long long now = control_now_ms(), wait = CTL_IDLE_MS;
 		int nfds = 2;
 
 		pfd[0] = (struct pollfd){ .fd = ctl.wake[0], .events = POLLIN };
-		pfd[1] = (struct pollfd){ .fd = ctl.listen_fd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = now < accept_at ? -1 : ctl.listen_fd,
+					  .events = POLLIN };
+		if (now < accept_at)
+			wait = accept_at - now;
 		for (int i = 0; i < CTL_MAX_CONNS; i++) {
 			if (ctl.conn_fd[i] < 0)
 				continue;
@@ -338,15 +404,22 @@ static void *ctl_thread(void *arg)
 			slot[nfds - 2] = i;
 			pfd[nfds++] = (struct pollfd){ .fd = ctl.conn_fd[i], .events = POLLIN };
 		}
-		if (poll(pfd, (nfds_t)nfds, (int)wait) < 0 && errno != EINTR)
-			break;
+		/*
+		 * EINVAL: the program set RLIMIT_NOFILE below nfds (OpenSSH's
+		 * sandbox sets it to 0); ENOMEM. Neither is ours to end.
+		 */
+		if (poll(pfd, (nfds_t)nfds, (int)wait) < 0) {
+			if (errno != EINTR)
+				pause_ms(CTL_RETRY_MS);
+			continue;
+		}
 		if (pfd[0].revents)
 			break;
 		for (int k = 2; k < nfds; k++)
 			if (pfd[k].revents)
 				conn_input(slot[k - 2]);
-		if (pfd[1].revents & POLLIN)
-			conn_accept();
+		if ((pfd[1].revents & POLLIN) && !conn_accept())
+			accept_at = control_now_ms() + CTL_RETRY_MS;
 	}
 	for (int i = 0; i < CTL_MAX_CONNS; i++)
 		if (ctl.conn_fd[i] >= 0)
@@ -372,9 +445,10 @@ static void close_fds(void)
 		ctl.conn_fd[i] = -1;
 	}
 	close(ctl.listen_fd);
+	close(ctl.spare_fd);
 	close(ctl.wake[0]);
 	close(ctl.wake[1]);
-	ctl.listen_fd = ctl.wake[0] = ctl.wake[1] = -1;
+	ctl.listen_fd = ctl.spare_fd = ctl.wake[0] = ctl.wake[1] = -1;
 }
 
 /* ---- Fork and exit ------------------------------------------------------------------ */
@@ -433,6 +507,20 @@ static int start_thread(void)
 	return -ret;
 }
 
+/*
+ * Under ctl.lock: let another thread's control_stop() finish its join.
+ * A second stop that returned at once had returned with the socket still
+ * there, and a start just after it failed with EBUSY.
+ */
+static void wait_stopping(void)
+{
+	while (ctl.state == CTL_STOPPING) {
+		slub_unlock(&ctl.lock);
+		pause_ms(1);
+		slub_lock(&ctl.lock);
+	}
+}
+
 static int control_start(void)
 {
 	int ret = slub_init();
@@ -443,27 +531,30 @@ static int control_start(void)
 	if (handlers_error)
 		return handlers_error;
 	slub_lock(&ctl.lock);
+	wait_stopping();
 	if (ctl.state == CTL_RUNNING) {
 		slub_unlock(&ctl.lock);
 		return 0;
 	}
-	if (ctl.state == CTL_STOPPING) {
-		slub_unlock(&ctl.lock);
-		return -EBUSY;
-	}
 	for (int i = 0; i < CTL_MAX_CONNS; i++)
 		ctl.conn_fd[i] = -1;
 	ctl.conns = calloc(CTL_MAX_CONNS, sizeof(*ctl.conns));
-	ret = ctl.conns ? control_listen(ctl.path, sizeof(ctl.path), CTL_MAX_CONNS) :
-			  -ENOMEM;
+	ctl.out = malloc(CTL_OUT_START);
+	ctl.out_cap = ctl.out ? CTL_OUT_START : 0;
+	ret = ctl.conns && ctl.out ?
+	      control_listen(ctl.path, sizeof(ctl.path), CTL_MAX_CONNS) : -ENOMEM;
 	if (ret >= 0) {
 		ctl.listen_fd = ret;
 		ret = 0;
 	}
 	if (!ret && pipe2(ctl.wake, O_CLOEXEC))
 		ret = -errno;
-	if (!ret)
+	if (!ret) {
+		/* None to spare (the table is full) is not an error: it is retried. */
+		ctl.spare_fd = open_spare();
+		__atomic_store_n(&ctl.stop, false, __ATOMIC_RELAXED);
 		ret = start_thread();
+	}
 	if (ret) {
 		if (ctl.path[0])
 			unlink(ctl.path);
@@ -484,6 +575,7 @@ static void control_stop(void)
 	pthread_t thread;
 
 	slub_lock(&ctl.lock);
+	wait_stopping();
 	if (ctl.state != CTL_RUNNING || ctl.owner != getpid()) {
 		slub_unlock(&ctl.lock);
 		return;
@@ -491,6 +583,7 @@ static void control_stop(void)
 	ctl.state = CTL_STOPPING;
 	thread = ctl.thread;
 	publish_path("");
+	__atomic_store_n(&ctl.stop, true, __ATOMIC_RELEASE);
 	/* The pipe stays open until the join: only this call closes it. */
 	if (write(ctl.wake[1], "", 1) < 0)
 		(void)0;	/* a full pipe wakes the thread as well */

@@ -9,6 +9,10 @@
  *   fork       fork a child that must not serve what it inherited, may
  *              serve on a socket of its own, and exits through exit():
  *              "fork ok", or what went wrong
+ *   nofile N   RLIMIT_NOFILE's soft limit to N and every free descriptor
+ *              below it taken: "nofile <how many it took>"
+ *   files      those given back and the limit restored: "files ok"
+ *   cpu        the CPU time this process has used, in ms
  *   quit, EOF  exit(0), the objects still live: an exit report shows
  *              the known state
  *
@@ -19,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,6 +94,44 @@ static void do_fork(void)
 		printf("fork ok\n");
 }
 
+static int taken[1024], nr_taken;
+static struct rlimit saved_nofile;
+
+static void nofile(long n)
+{
+	struct rlimit rl;
+	int fd;
+
+	getrlimit(RLIMIT_NOFILE, &saved_nofile);
+	rl = saved_nofile;
+	rl.rlim_cur = (rlim_t)n;
+	if (n < 0 || setrlimit(RLIMIT_NOFILE, &rl)) {
+		printf("nofile failed\n");
+		return;
+	}
+	while (nr_taken < (int)ARRAY_SIZE(taken) &&
+	       (fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
+		taken[nr_taken++] = fd;
+	printf("nofile %d\n", nr_taken);
+}
+
+static void files(void)
+{
+	while (nr_taken)
+		close(taken[--nr_taken]);
+	printf(setrlimit(RLIMIT_NOFILE, &saved_nofile) ? "files failed\n" :
+							   "files ok\n");
+}
+
+static long cpu_ms(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000L +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+}
+
 int main(void)
 {
 	void *obj[KNOWN_ALLOCS];
@@ -112,6 +156,12 @@ int main(void)
 			printf("%s\n", slub_control_path(buf, sizeof(buf)) ? "none" : buf);
 		} else if (!strcmp(line, "fork")) {
 			do_fork();
+		} else if (!strncmp(line, "nofile ", 7)) {
+			nofile(strtol(line + 7, NULL, 10));
+		} else if (!strcmp(line, "files")) {
+			files();
+		} else if (!strcmp(line, "cpu")) {
+			printf("%ld\n", cpu_ms());
 		} else {
 			printf("unknown command\n");
 		}

@@ -5,6 +5,7 @@
  * written and read back, and slub_control_start()'s socket and directory.
  * test_slabinfo_live reads another process with the slabinfo command.
  */
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -367,6 +368,64 @@ static void test_control_api(void)
 	unsetenv("SLUB_CONTROL_DIR");
 }
 
+#define STOP_RACE_ROUNDS	1000
+
+struct stop_race {
+	pthread_barrier_t barrier;
+	const char *path;
+	bool socket_left;
+};
+
+static void *race_stop(void *arg)
+{
+	struct stop_race *r = arg;
+	struct stat st;
+
+	pthread_barrier_wait(&r->barrier);
+	slub_control_stop();
+	r->socket_left = !lstat(r->path, &st);
+	return NULL;
+}
+
+/*
+ * Two stops at once: neither returns while the other is still joining
+ * the thread. The second used to return at once, with the socket still
+ * there, and a start just after it failed with EBUSY.
+ */
+static void test_control_stop_race(void)
+{
+	char dir[] = "/tmp/slabinfo-test-XXXXXX", ctl[64], path[128];
+	struct stop_race r = { .path = path };
+	int early = 0, restarted = 0;
+	pthread_t t;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(ctl, sizeof(ctl), "%s/ctl", dir);
+	setenv("SLUB_CONTROL_DIR", ctl, 1);
+	pthread_barrier_init(&r.barrier, NULL, 2);
+	for (int i = 0; i < STOP_RACE_ROUNDS; i++) {
+		CHECK_EQ(slub_control_start(), 0);
+		CHECK_EQ(slub_control_path(path, sizeof(path)), 0);
+		CHECK(!pthread_create(&t, NULL, race_stop, &r));
+		pthread_barrier_wait(&r.barrier);
+		slub_control_stop();
+		pthread_join(t, NULL);
+		early += r.socket_left;
+		/* A start racing a stop waits for it, then serves. */
+		CHECK(!pthread_create(&t, NULL, race_stop, &r));
+		pthread_barrier_wait(&r.barrier);
+		restarted += slub_control_start() == 0;
+		pthread_join(t, NULL);
+		slub_control_stop();
+	}
+	CHECK_EQ(early, 0);
+	CHECK_EQ(restarted, STOP_RACE_ROUNDS);
+	pthread_barrier_destroy(&r.barrier);
+	rmdir(ctl);
+	rmdir(dir);
+	unsetenv("SLUB_CONTROL_DIR");
+}
+
 /* Last: -s shrinks what it shows, and shows the result. */
 static void test_shrink(void)
 {
@@ -400,6 +459,7 @@ int main(void)
 	TEST(test_record_roundtrip);
 	TEST(test_record_errors);
 	TEST(test_control_api);
+	TEST(test_control_stop_race);
 	TEST(test_shrink);
 	for (int i = 0; i < 40; i++)
 		kfree(p[i]);

@@ -386,6 +386,63 @@ static void test_busy(void)
 	check_serving();
 }
 
+static long child_cpu_ms(void)
+{
+	char line[64];
+
+	return strtol(ask(&live, "cpu", line, sizeof(line)), NULL, 10);
+}
+
+/*
+ * The child at RLIMIT_NOFILE nofile, every descriptor taken. A request
+ * waits 1 s for an answer that cannot come: the server must not spin
+ * meanwhile (it took a whole CPU on accept()'s EMFILE), nor give up (a
+ * failed poll() ended it: a limit under its descriptor count is EINVAL).
+ * Given descriptors back, it serves the waiting request.
+ */
+static void check_starved(const char *nofile)
+{
+	char line[64], buf[256];
+	long cpu;
+	int fd;
+
+	CHECK(!strncmp(ask(&live, nofile, line, sizeof(line)), "nofile ", 7));
+	cpu = child_cpu_ms();
+	fd = ctl_connect(live.path);
+	CHECK(fd >= 0 && send(fd, "read process/pid\n", 17, MSG_NOSIGNAL) == 17);
+	CHECK(!wait_readable(fd, 1000));
+	cpu = child_cpu_ms() - cpu;
+	if (cpu >= 200)
+		fprintf(stderr, "  %s: the child spent %ld ms of CPU in 1 s\n", nofile, cpu);
+	CHECK(cpu < 200);
+	CHECK(!strcmp(ask(&live, "files", line, sizeof(line)), "files ok"));
+	CHECK(wait_readable(fd, 3000));
+	read_reply(fd, buf, sizeof(buf));
+	CHECK(!strncmp(buf, "ok ", 3));
+	close(fd);
+}
+
+static void test_out_of_descriptors(void)
+{
+	char line[64], buf[256];
+	int fd;
+
+	/* Out of descriptors, but with its spare: it says so at once. */
+	CHECK(!strncmp(ask(&live, "nofile 64", line, sizeof(line)), "nofile ", 7));
+	for (int i = 0; i < 3; i++) {
+		fd = ctl_connect(live.path);
+		CHECK(fd >= 0 && wait_readable(fd, 3000));
+		read_reply(fd, buf, sizeof(buf));
+		CHECK(!strcmp(buf, "error 24 Too many open files\n"));
+		close(fd);
+	}
+	CHECK(!strcmp(ask(&live, "files", line, sizeof(line)), "files ok"));
+	/* Below its own descriptors: no spare can help (3); poll() fails (1). */
+	check_starved("nofile 3");
+	check_starved("nofile 1");
+	check_serving();
+}
+
 /* Bytes the slow reader got, and whether the server closed on it. */
 struct slow_reader {
 	int fd;
@@ -814,6 +871,7 @@ int main(void)
 	TEST(test_bad_requests);
 	TEST(test_truncated);
 	TEST(test_busy);
+	TEST(test_out_of_descriptors);
 	TEST(test_slow_reader);
 	TEST(test_fake_servers);
 	TEST(test_stale_reaped);
