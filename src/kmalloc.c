@@ -104,13 +104,31 @@ int kmalloc_init(void)
 	return 0;
 }
 
+/*
+ * The block is marked kmalloc's own (the kernel's large_kmalloc page
+ * type), so that kfree() takes back only what kmalloc() gave: not a
+ * block of __get_free_pages(), not a slab or a chunk of the drop-in's
+ * runs in the moment between the page allocator handing it out and its
+ * owner marking it. A stale free() of a run at a chunk's start had freed
+ * such a chunk as runs_grow() set it up: its pages went to two owners,
+ * and the page allocator's free lists broke.
+ */
+void *kmalloc_pages(unsigned int order, gfp_t gfp)
+{
+	void *p = __get_free_pages(gfp, order);
+
+	if (p)
+		set_page_state(virt_to_page(p), PGTY_LARGE_KMALLOC, order);
+	return p;
+}
+
 static __noinline void *kmalloc_large(size_t size, gfp_t gfp)
 {
 	if (size > (PAGE_SIZE << MAX_PAGE_ORDER)) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	return __get_free_pages(gfp, get_order(size));
+	return kmalloc_pages(get_order(size), gfp);
 }
 
 static __always_inline void *__kmalloc(size_t size, gfp_t gfp,
@@ -175,7 +193,7 @@ void *kcalloc(size_t n, size_t size, gfp_t gfp)
 	return __kmalloc(bytes, gfp | __GFP_ZERO, _RET_IP_);
 }
 
-/* A block from kmalloc_large(): the head of an allocated block. */
+/* A block from kmalloc_large(), or NULL. */
 static struct page *large_page(const void *p)
 {
 	uintptr_t off = (uintptr_t)((const char *)p - zone.arena);
@@ -185,9 +203,7 @@ static struct page *large_page(const void *p)
 	    off & (PAGE_SIZE - 1))
 		return NULL;
 	page = virt_to_page(p);
-	/* Not a chunk of the drop-in's runs: its first run starts there too. */
-	return PAGE_STATE_TYPE(page_state(page)) == PGTY_ALLOC &&
-	       !(READ_ONCE(page->flags) & PG_runs) ? page : NULL;
+	return PAGE_STATE_TYPE(page_state(page)) == PGTY_LARGE_KMALLOC ? page : NULL;
 }
 
 static __noinline void kfree_bad(const void *p, const void *caller)
@@ -219,13 +235,24 @@ void kfree(const void *p)
 	kfree_general(p, _RET_IP_);
 }
 
+/*
+ * Back to an allocated block, then to the page allocator: of two frees
+ * that race, one changes the type and the other finds none to change.
+ */
 bool kfree_large(const void *p)
 {
 	struct page *page = large_page(p);
+	uint32_t s;
 
 	if (!page)
 		return false;
-	free_pages((void *)p, PAGE_STATE_ORDER(page_state(page)));
+	s = page_state(page);
+	if (PAGE_STATE_TYPE(s) != PGTY_LARGE_KMALLOC ||
+	    !__atomic_compare_exchange_n(&page->state, &s,
+					 PAGE_STATE(PGTY_ALLOC, PAGE_STATE_ORDER(s)),
+					 false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return false;
+	free_pages((void *)p, PAGE_STATE_ORDER(s));
 	return true;
 }
 

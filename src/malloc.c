@@ -505,7 +505,7 @@ static void *aligned_slow(size_t align, size_t size, unsigned long caller)
 		p = runs_alloc(want, false);
 		return p ? p : page_block_fallback(size, align);
 	}
-	p = arena_low() ? NULL : __get_free_pages(GFP_KERNEL | __GFP_NOWARN, order);
+	p = arena_low() ? NULL : kmalloc_pages(order, GFP_KERNEL | __GFP_NOWARN);
 	return p ? p : page_block_fallback(size, align);
 }
 

@@ -14,6 +14,9 @@
  *   PGTY_ALLOC   head of a block handed out by __get_free_pages
  *   PGTY_FREEING head of a block between free_pages() and its list
  *   PGTY_SLAB    head of a block that is a slab (see slab.h)
+ *   PGTY_LARGE_KMALLOC  head of a block kmalloc_large() handed out: the
+ *                only allocated block kfree() takes back (the kernel's
+ *                large_kmalloc page type)
  *   PGTY_NONE    not a head: inside some block, or above zone->frontier
  * The order of a head is kept beside its type in the same word, so that
  * free_pages() can check and claim a block with one compare-and-swap: two
@@ -54,6 +57,8 @@ enum page_type {
 	PGTY_ALLOC,
 	PGTY_FREEING,
 	PGTY_SLAB,	/* head of a block the slab layer owns (slab.h) */
+	PGTY_LARGE_KMALLOC,
+	NR_PAGE_TYPES
 };
 
 #define PAGE_STATE(type, order)	((uint32_t)(type) | ((uint32_t)(order) << 8))

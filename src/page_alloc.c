@@ -727,7 +727,7 @@ unsigned long page_alloc_shrink(void)
 static const char *const page_type_name[] = {
 	[PGTY_NONE] = "none", [PGTY_BUDDY] = "buddy", [PGTY_PCP] = "pcp",
 	[PGTY_ALLOC] = "allocated", [PGTY_FREEING] = "freeing",
-	[PGTY_SLAB] = "slab",
+	[PGTY_SLAB] = "slab", [PGTY_LARGE_KMALLOC] = "large kmalloc",
 };
 
 static __cold void bad_page(const void *addr, unsigned int order,
@@ -758,7 +758,7 @@ static __cold void bad_page(const void *addr, unsigned int order,
 			    "page:%p addr:%p state:%s order:%u flags:%#x\n"
 			    "page dumped because: %s (freed as order %u)\n",
 			    slub_comm(), pfn, (void *)page, addr,
-			    page_type_name[PAGE_STATE_TYPE(s) <= PGTY_SLAB ?
+			    page_type_name[PAGE_STATE_TYPE(s) < NR_PAGE_TYPES ?
 					   PAGE_STATE_TYPE(s) : PGTY_NONE],
 			    PAGE_STATE_ORDER(s), page->flags, reason, order);
 	}
@@ -804,6 +804,9 @@ static struct page *free_pages_check(const void *addr, unsigned int order,
 		break;
 	case PGTY_SLAB:
 		bad_page(addr, order, "the block is a slab", caller);
+		break;
+	case PGTY_LARGE_KMALLOC:
+		bad_page(addr, order, "the block is kmalloc's: kfree() it", caller);
 		break;
 	case PGTY_BUDDY:
 	case PGTY_PCP:

@@ -673,6 +673,11 @@ static inline struct kmem_cache *kmalloc_slab_any(size_t size)
 void *__kmalloc_cache(struct kmem_cache *s, gfp_t gfp, size_t size);
 /* ksize() without giving the kmalloc red zone up (realloc's own use). */
 size_t __ksize(const void *p);
+/*
+ * A block of 2^order pages that kfree() takes back (kmalloc_large()'s,
+ * and the drop-in's aligned blocks); NULL as __get_free_pages().
+ */
+void *kmalloc_pages(unsigned int order, gfp_t gfp);
 /* kfree() of a block of pages: false, and nothing freed, if p is not one's head. */
 bool kfree_large(const void *p);
 /*

@@ -582,7 +582,8 @@ static void check_block_pages(struct vstate *v, unsigned long pfn,
 		    slab_map_at(pfn + i)) {
 			verr(v, "page allocator: pfn %#lx, page %lu of a %s block, "
 			     "has state %#x, tail tag %lu, map id %u", pfn, i,
-			     t == PGTY_ALLOC ? "large" : t == PGTY_PCP ? "pcp" :
+			     t == PGTY_ALLOC ? "large" :
+			     t == PGTY_LARGE_KMALLOC ? "large kmalloc" : t == PGTY_PCP ? "pcp" :
 			     "buddy", page_state(page),
 			     READ_ONCE(page->slab_private[0]) & PAGE_TAIL_TAG,
 			     slab_map_at(pfn + i));
@@ -606,7 +607,7 @@ static void walk_pages(struct vstate *v)
 		unsigned int order = PAGE_STATE_ORDER(st);
 		unsigned long nr = 1UL << min(order, (unsigned int)MAX_PAGE_ORDER);
 
-		if (t == PGTY_NONE || t == PGTY_FREEING || t > PGTY_SLAB ||
+		if (t == PGTY_NONE || t == PGTY_FREEING || t >= NR_PAGE_TYPES ||
 		    order > MAX_PAGE_ORDER || pfn & (nr - 1) ||
 		    pfn + nr > v->frontier) {
 			verr(v, "page allocator: pfn %#lx starts no block (state "
@@ -620,6 +621,7 @@ static void walk_pages(struct vstate *v)
 			check_slab(v, (struct slab *)pfn_to_page(pfn), order);
 			break;
 		case PGTY_ALLOC:
+		case PGTY_LARGE_KMALLOC:
 			v->pg_large += nr;
 			break;
 		case PGTY_BUDDY:

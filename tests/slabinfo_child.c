@@ -10,7 +10,8 @@
  *              serve on a socket of its own, and exits through exit():
  *              "fork ok", or what went wrong
  *   nofile N   RLIMIT_NOFILE's soft limit to N and every free descriptor
- *              below it taken: "nofile <how many it took>"
+ *              below it taken (again: those freed since as well):
+ *              "nofile <how many it holds>"
  *   files      those given back and the limit restored: "files ok"
  *   cpu        the CPU time this process has used, in ms
  *   quit, EOF  exit(0), the objects still live: an exit report shows
@@ -96,13 +97,16 @@ static void do_fork(void)
 
 static int taken[1024], nr_taken;
 static struct rlimit saved_nofile;
+static bool limited;
 
 static void nofile(long n)
 {
 	struct rlimit rl;
 	int fd;
 
-	getrlimit(RLIMIT_NOFILE, &saved_nofile);
+	if (!limited)
+		getrlimit(RLIMIT_NOFILE, &saved_nofile);
+	limited = true;
 	rl = saved_nofile;
 	rl.rlim_cur = (rlim_t)n;
 	if (n < 0 || setrlimit(RLIMIT_NOFILE, &rl)) {
@@ -119,6 +123,7 @@ static void files(void)
 {
 	while (nr_taken)
 		close(taken[--nr_taken]);
+	limited = false;
 	printf(setrlimit(RLIMIT_NOFILE, &saved_nofile) ? "files failed\n" :
 							   "files ok\n");
 }

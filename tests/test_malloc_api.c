@@ -1188,6 +1188,12 @@ static void bad_frees(void)
 	check_bad_free("run + 32", block, 256 * KiB, block + 32);
 	CHECK_EQ(malloc_usable_size(block), 256 * KiB);
 
+	/* A block of the page allocator's own: not malloc's to free. */
+	block = __get_free_pages(GFP_KERNEL, 2);
+	check_bad_free("a block of __get_free_pages()", block, 4 * PAGE, block);
+	CHECK_EQ(malloc_usable_size(block), 0);
+	free_pages(block, 2);
+
 	/* Inside a page block of the arena (aligned past a page: not a run). */
 	block = aligned_alloc(64 * KiB, hide_size(2 * MiB));
 	check_bad_free("block + 4 KiB", block, 2 * MiB, block + PAGE);

@@ -1082,6 +1082,38 @@ static void test_freelist_cycle(void)
 	}
 }
 
+static void do_free_pages2(void *arg)
+{
+	free_pages(arg, 2);
+}
+
+/*
+ * kfree() takes back only what kmalloc() gave, and free_pages() only what
+ * __get_free_pages() gave (the kernel's large_kmalloc page type): the
+ * wrong call is reported and the block stays its owner's.
+ */
+static void check_page_block_owners(void)
+{
+	char *pages = __get_free_pages(GFP_KERNEL, 2), *large;
+	char out[4096];
+
+	capture_stderr(do_kfree, pages, out, sizeof(out));
+	CHECK(strstr(out, "BUG: kfree(): invalid pointer") != NULL);
+	CHECK_EQ(ksize(pages), 0);
+	capture_stderr(do_free_pages2, pages, out, sizeof(out));
+	CHECK_EQ(strlen(out), 0);		/* still allocated: freed now */
+
+	large = kmalloc(3 * PAGE, GFP_KERNEL);
+	capture_stderr(do_free_pages2, large, out, sizeof(out));
+	CHECK(strstr(out, "the block is kmalloc's") != NULL);
+	CHECK_EQ(ksize(large), 4 * PAGE);
+	capture_stderr(do_kfree, large, out, sizeof(out));
+	CHECK_EQ(strlen(out), 0);
+	capture_stderr(do_kfree, large, out, sizeof(out));	/* and only once */
+	CHECK(strstr(out, "BUG: kfree(): invalid pointer") != NULL);
+	CHECK_EQ(page_alloc_check(), 0);
+}
+
 static void test_kfree_invalid(void)
 {
 	long on_stack[4];
@@ -1104,6 +1136,7 @@ static void test_kfree_invalid(void)
 	CHECK_EQ(strlen(out), 0);
 	kfree(large);
 	CHECK_EQ(page_alloc_check(), 0);
+	check_page_block_owners();
 }
 
 static void test_destroy(void)

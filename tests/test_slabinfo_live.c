@@ -427,15 +427,27 @@ static void test_out_of_descriptors(void)
 	char line[64], buf[256];
 	int fd;
 
-	/* Out of descriptors, but with its spare: it says so at once. */
-	CHECK(!strncmp(ask(&live, "nofile 64", line, sizeof(line)), "nofile ", 7));
-	for (int i = 0; i < 3; i++) {
+	/*
+	 * Out of descriptors, but with its spare: it says so at once. The
+	 * server may close the last test's connections after the child took
+	 * what was free: it takes those too, until the server is out.
+	 */
+	for (int i = 0, out_of = 0; out_of < 3; i++) {
+		if (!out_of)
+			CHECK(!strncmp(ask(&live, "nofile 64", line, sizeof(line)),
+				       "nofile ", 7));
 		fd = ctl_connect(live.path);
 		CHECK(fd >= 0 && wait_readable(fd, 3000));
 		read_reply(fd, buf, sizeof(buf));
-		CHECK(!strcmp(buf, "error 24 Too many open files\n"));
 		close(fd);
+		if (!strcmp(buf, "error 24 Too many open files\n"))
+			out_of++;
+		else if (!out_of && i < 50 && !strncmp(buf, "ok ", 3))
+			usleep(20000);
+		else
+			break;
 	}
+	CHECK(!strcmp(buf, "error 24 Too many open files\n"));
 	CHECK(!strcmp(ask(&live, "files", line, sizeof(line)), "files ok"));
 	/* Below its own descriptors: no spare can help (3); poll() fails (1). */
 	check_starved("nofile 3");
