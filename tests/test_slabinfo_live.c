@@ -363,6 +363,30 @@ static void test_truncated(void)
 	check_serving();
 }
 
+/*
+ * A byte now and then is no request: the idle clock (10 s) runs from the
+ * last whole request, or the accept, and the server closes the
+ * connection on time. It had restarted the clock at every byte: such a
+ * client kept its connection slot for ever.
+ */
+static void test_idle_trickle(void)
+{
+	int fd = ctl_connect(live.path);
+	long long start = control_now_ms(), took;
+	char buf[64];
+
+	CHECK(fd >= 0);
+	while (control_now_ms() - start < 15000) {
+		if (send(fd, "r", 1, MSG_NOSIGNAL) != 1 || wait_readable(fd, 500))
+			break;
+	}
+	took = control_now_ms() - start;
+	CHECK(took > 9000 && took < 13000);
+	CHECK(read(fd, buf, sizeof(buf)) <= 0);	/* closed, no reply */
+	close(fd);
+	check_serving();
+}
+
 /* Idle connections hold up nobody; past the limit a client is told so. */
 static void test_busy(void)
 {
@@ -882,6 +906,7 @@ int main(void)
 	TEST(test_json);
 	TEST(test_bad_requests);
 	TEST(test_truncated);
+	TEST(test_idle_trickle);
 	TEST(test_busy);
 	TEST(test_out_of_descriptors);
 	TEST(test_slow_reader);
