@@ -556,16 +556,23 @@ size_t runs_size(const void *p)
  * realloc() of the run at p (the caller's, in use) to size bytes of the
  * runs' range, in place: a shrink frees the whole pages past the new end,
  * a growth takes them from a free run just after it. False if that run
- * is not there or too short.
+ * is not there or too short, or p starts no run in use: the caller's
+ * runs_size() was read without runs_lock, and a stale realloc() whose
+ * run was freed meanwhile had marked a free run, still on its lists,
+ * used (runs_check: "2 free runs listed for 1"), as runs_free() checks.
  */
 bool runs_resize(void *p, size_t size)
 {
 	unsigned long m = (size + PAGE_SIZE - 1) >> PAGE_SHIFT, n, info;
-	struct page *head = runs_chunk(p), *page = virt_to_page(p), *end;
+	struct page *head = runs_chunk(p), *page, *end;
 
 	if (!head)
 		return false;
 	slub_lock(&runs_lock);
+	if (!chunk_head(head) || !(page = used_run(head, p))) {
+		slub_unlock(&runs_lock);
+		return false;
+	}
 	n = info_len(run_info(page));
 	if (m <= n) {
 		set_run_info(page, RUN_USED | (m << RUN_LEN_SHIFT));

@@ -619,14 +619,78 @@ static void stale_frees_child(void *arg)
 	_exit(page_alloc_check() ? 2 : 0);
 }
 
-static void test_stale_free_beside_growth(void)
+static void *volatile stale_run;
+
+/* A run just past one held at a chunk's front, taken and freed; never written. */
+static void *take_and_free(void *arg)
 {
-	int status = run_in_child(stale_frees_child, NULL);
+	(void)arg;
+	while (__atomic_load_n(&growing, __ATOMIC_RELAXED)) {
+		void *q = malloc(hide_size(256 * KiB));
+
+		if (!stale_run)
+			stale_run = q;
+		free(q);
+	}
+	return NULL;
+}
+
+/*
+ * realloc() of a run another thread frees and takes again: in place by
+ * turns a shrink and a growth. runs_resize() had trusted the unlocked
+ * runs_size() and marked a freed run used while it stayed on the free
+ * lists (a review's program: runs_check errors within a second, or a
+ * crash in list_del()).
+ */
+static void stale_reallocs_child(void *arg)
+{
+	void *front = malloc(hide_size(256 * KiB));
+	double end = mono_ms() + 1500;
+	pthread_t t[2];
+
+	(void)arg;
+	if (!front || !freopen("/dev/null", "w", stderr))
+		_exit(3);
+	growing = 1;
+	for (long i = 0; i < 2; i++)
+		if (pthread_create(&t[i], NULL, take_and_free, NULL))
+			_exit(4);
+	while (!stale_run)
+		sched_yield();
+	for (unsigned long n = 0; mono_ms() < end; n++) {
+		void *q = realloc(stale_run, (n % 2 ? 384 : 128) * KiB);
+
+		if (q && q != stale_run)
+			free(q);
+		if (n % 64 == 0 && runs_check())
+			_exit(1);
+	}
+	growing = 0;
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	if (runs_check())
+		_exit(1);
+	_exit(page_alloc_check() ? 2 : 0);
+}
+
+static void check_child(void (*fn)(void *))
+{
+	int status = run_in_child(fn, NULL);
 
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		fprintf(stderr, "child: %s %d\n", WIFEXITED(status) ? "exit" : "signal",
 			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void test_stale_realloc(void)
+{
+	check_child(stale_reallocs_child);
+}
+
+static void test_stale_free_beside_growth(void)
+{
+	check_child(stale_frees_child);
 }
 
 int main(void)
@@ -644,6 +708,7 @@ int main(void)
 	TEST(test_decommit);
 	TEST(test_fork);
 	TEST(test_stale_free_beside_growth);
+	TEST(test_stale_realloc);
 	CHECK_EQ(page_alloc_check(), 0);
 	return test_done();
 }
