@@ -215,13 +215,14 @@ static __noinline void kfree_bad(const void *p, const void *caller)
 
 static __noinline void kfree_general(const void *p, unsigned long caller)
 {
+	struct kmem_cache *s;
 	struct slab *slab;
 
 	if (unlikely(ZERO_OR_NULL_PTR(p)))
 		return;
-	slab = virt_to_slab(p);
+	slab = virt_to_obj_slab(p, &s);
 	if (likely(slab)) {
-		slab_free(slab->slab_cache, slab, (void *)p, caller);
+		slab_free(s, slab, (void *)p, caller);
 		return;
 	}
 	if (!kfree_large(p))
@@ -258,6 +259,7 @@ bool kfree_large(const void *p)
 
 size_t __ksize(const void *p)
 {
+	struct kmem_cache *s;
 	struct slab *slab;
 	struct page *page;
 
@@ -268,10 +270,8 @@ size_t __ksize(const void *p)
 	 * krealloc() and the drop-in's realloc() would copy, or zero, from an
 	 * object's inside into its neighbour.
 	 */
-	slab = virt_to_slab(p);
+	slab = virt_to_obj_slab(p, &s);
 	if (slab) {
-		struct kmem_cache *s = slab->slab_cache;
-
 		if (!object_start_fast(&s->check, p) && !object_start(s, slab, p))
 			return 0;
 		return s->object_size;
@@ -282,11 +282,11 @@ size_t __ksize(const void *p)
 
 bool report_inside_object(const void *p, const void *caller)
 {
-	struct slab *slab = virt_to_slab(p);
+	struct kmem_cache *s;
 
-	if (!slab)
+	if (!virt_to_obj_slab(p, &s))
 		return false;
-	report_invalid_pointer(slab->slab_cache, p, caller);
+	report_invalid_pointer(s, p, caller);
 	return true;
 }
 
@@ -298,23 +298,24 @@ bool report_inside_object(const void *p, const void *caller)
 size_t ksize(const void *p)
 {
 	size_t size = __ksize(p);
-	struct slab *slab = size ? virt_to_slab(p) : NULL;
+	struct kmem_cache *s;
 
-	if (slab && unlikely(slub_debug_orig_size(slab->slab_cache)))
-		skip_orig_size_check(slab->slab_cache, p);
+	if (size && virt_to_obj_slab(p, &s) && unlikely(slub_debug_orig_size(s)))
+		skip_orig_size_check(s, p);
 	return size;
 }
 
 bool kmalloc_resize(const void *p, size_t new_size, gfp_t gfp)
 {
-	struct slab *slab = virt_to_slab(p);
+	struct kmem_cache *s;
+	struct slab *slab = virt_to_obj_slab(p, &s);
 	size_t ks;
 
 	if (!slab)
 		return true;
-	if (kmem_cache_debug(slab->slab_cache))
-		return kmalloc_debug_resize(slab->slab_cache, slab, (void *)p, new_size, gfp);
-	ks = slab->slab_cache->object_size;
+	if (kmem_cache_debug(s))
+		return kmalloc_debug_resize(s, slab, (void *)p, new_size, gfp);
+	ks = s->object_size;
 	if ((gfp & __GFP_ZERO) && new_size < ks)
 		memset((char *)p + new_size, 0, ks - new_size);
 	return true;
@@ -328,6 +329,7 @@ bool kmalloc_resize(const void *p, size_t new_size, gfp_t gfp)
  */
 void *krealloc(const void *p, size_t new_size, gfp_t gfp)
 {
+	struct kmem_cache *s = NULL;
 	struct slab *slab;
 	size_t ks, copy;
 	void *n;
@@ -345,7 +347,7 @@ void *krealloc(const void *p, size_t new_size, gfp_t gfp)
 		errno = EINVAL;
 		return NULL;
 	}
-	slab = virt_to_slab(p);
+	slab = virt_to_obj_slab(p, &s);
 	if (new_size <= ks) {
 		if (slab && !kmalloc_resize(p, new_size, gfp)) {
 			errno = EINVAL;
@@ -358,7 +360,7 @@ void *krealloc(const void *p, size_t new_size, gfp_t gfp)
 	n = __kmalloc(new_size, gfp, _RET_IP_);
 	if (!n)
 		return NULL;
-	copy = slab ? get_orig_size(slab->slab_cache, (void *)p) : ks;
+	copy = slab ? get_orig_size(s, (void *)p) : ks;
 	memcpy(n, p, copy);
 	kfree(p);
 	return n;

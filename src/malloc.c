@@ -239,10 +239,11 @@ static void free_slow(void *p, const void *caller)
 		return;
 	}
 	if (likely(in_arena(p))) {
-		struct slab *slab = virt_to_slab(p);
+		struct kmem_cache *s;
+		struct slab *slab = virt_to_obj_slab(p, &s);
 
 		if (likely(slab)) {
-			slab_free(slab->slab_cache, slab, p, (unsigned long)caller);
+			slab_free(s, slab, p, (unsigned long)caller);
 			return;
 		}
 		switch (runs_free(p)) {

@@ -301,6 +301,11 @@ static enum barn_put_result barn_put_full(struct kmem_cache *s,
  * are taken from the end of the array; the scan for more of the same
  * slab gives up after 3 others in a row, as the kernel's does. objs is
  * reordered.
+ *
+ * An object whose slab is gone is dropped with a report: freed twice,
+ * its slab emptied between the frees (free, malloc_trim(), the same
+ * free on another CPU, then the slab's last object freed and trimmed),
+ * it had sent __slab_free() a NULL slab, and the flush crashed.
  */
 static void free_to_slabs(struct kmem_cache *s, void **objs, unsigned int n)
 {
@@ -316,6 +321,11 @@ static void free_to_slabs(struct kmem_cache *s, void **objs, unsigned int n)
 		void *head = objs[--left], *tail = head;
 		struct slab *slab = virt_to_slab(head);
 		unsigned int cnt = 1, miss = 0, i = left;
+
+		if (unlikely(!slab || READ_ONCE(slab->slab_cache) != s)) {
+			report_orphan_object(s, head);
+			continue;
+		}
 
 		while (i-- > 0 && miss < 3) {
 			void *o = objs[i];
@@ -950,7 +960,7 @@ int sheaves_init(void)
 	 */
 	sheaf_cache_making = true;
 	sheaf_cache = kmem_cache_create("slab_sheaf", sizeof(struct slab_sheaf),
-					0, 0, NULL);
+					0, SLAB_ALLOCATOR_OWN, NULL);
 	sheaf_cache_making = false;
 	if (!sheaf_cache)
 		return -ENOMEM;

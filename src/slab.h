@@ -139,6 +139,11 @@ _Static_assert(offsetof(struct slab, freelist) % 16 == 0,
 				 SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE)
 /* Internal: SLAB_POISON on a cache whose objects may be poisoned (no ctor). */
 #define __OBJECT_POISON		0x80000000u
+/*
+ * Internal: the allocator's own objects (the caches' structs, sheaves):
+ * kfree(), free() and their kin refuse them (virt_to_obj_slab()).
+ */
+#define SLAB_ALLOCATOR_OWN	0x40000000u
 
 /* The slab is on its node's partial list (the kernel's PG_workingset use). */
 #define SL_partial	0x100u

@@ -437,7 +437,12 @@ static int __kmem_cache_create(struct kmem_cache *s, struct kmem_cache_node *n,
 	s->cpu_slab = percpu_alloc(sizeof(struct kmem_cache_cpu), SMP_CACHE_BYTES);
 	s->cpu_stats = percpu_alloc(NR_SLUB_STAT_ITEMS * sizeof(unsigned long),
 				    SMP_CACHE_BYTES);
-	s->map_id = free_map_id();
+	/*
+	 * The allocator's own caches have no map id: the map byte is how
+	 * kfree() and free() find a cache from a pointer in their fast paths,
+	 * and no pointer a program holds is theirs (virt_to_obj_slab()).
+	 */
+	s->map_id = (s->flags & SLAB_ALLOCATOR_OWN) ? 0 : free_map_id();
 	s->cpu_sheaves = alloc_cpu_sheaves(s);
 	if (!s->cpu_slab || !s->cpu_stats || !s->cpu_sheaves) {
 		free_percpu_state(s);
@@ -896,7 +901,7 @@ int slab_init(void)
 	slub_lock(&slab_mutex);
 	err = __kmem_cache_create(&kmem_cache_boot, &kmem_cache_boot_node,
 				  "kmem_cache", sizeof(struct kmem_cache_with_node),
-				  0, SLAB_HWCACHE_ALIGN, NULL);
+				  0, SLAB_HWCACHE_ALIGN | SLAB_ALLOCATOR_OWN, NULL);
 	slub_unlock(&slab_mutex);
 	if (err)
 		return err;

@@ -187,10 +187,14 @@ void free_slab(struct kmem_cache *s, struct slab *slab)
 		check_slab_on_free(s, slab);
 	if (s->map_id)
 		memset(slab_cache_map + page_to_pfn(page), 0, 1U << order);
+	/*
+	 * No slab first, then no cache: a lookup of a pointer its caller does
+	 * not own sees one or the other (virt_to_obj_slab()).
+	 */
+	set_page_state(page, PGTY_ALLOC, order);
 	for (unsigned int i = 1; i < 1U << order; i++)
 		page[i].slab_private[0] = 0;
 	memset(page->slab_private, 0, sizeof(page->slab_private));
-	set_page_state(page, PGTY_ALLOC, order);
 	free_pages(page_address(page), order);
 	stat(s, FREE_SLAB);
 }
@@ -1010,6 +1014,20 @@ __noinline void report_double_free(struct kmem_cache *s, const void *obj,
 	slub_pr_err("BUG %s: Object already free\nObject %p: freed again while "
 		    "it is the last object freed on this CPU\n", s->name, obj);
 	slub_pr_caller(caller ? caller : __builtin_return_address(0));
+}
+
+/*
+ * An object a sheaf held whose slab is gone, or is another cache's: it
+ * was freed twice, and between the frees the rest of its slab was freed
+ * and the slab, one object short in its count, went back to the page
+ * allocator. It is dropped: its memory is no longer the cache's.
+ */
+__noinline void report_orphan_object(struct kmem_cache *s, const void *obj)
+{
+	slab_add_error(s);
+	slub_pr_err("BUG %s: Object already free\nObject %p: held by a sheaf, but "
+		    "its slab is gone (freed twice, the slab freed between); "
+		    "dropped\n", s->name, obj);
 }
 
 /* ---- Flushing CPUs ------------------------------------------------------------------ */

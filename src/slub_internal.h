@@ -136,6 +136,7 @@ void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
 		     const void *caller);
 /* caller: the program's call, where known; NULL: the library's own. */
 void report_double_free(struct kmem_cache *s, const void *obj, const void *caller);
+void report_orphan_object(struct kmem_cache *s, const void *obj);
 void report_freelist_cycle(struct kmem_cache *s, struct slab *slab);
 void report_freepointer_corrupt(struct kmem_cache *s, struct slab *slab, const void *p);
 void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
@@ -510,6 +511,29 @@ static inline struct slab *virt_to_slab(const void *addr)
 	if (PAGE_STATE_TYPE(page_state(page)) != PGTY_SLAB)
 		return NULL;
 	return (struct slab *)page;
+}
+
+/*
+ * The slab at addr and its cache into *sp, for a caller that may not own
+ * addr (kfree(), free(), realloc(), ksize() of any pointer). NULL where no
+ * slab is; where free_slab() is taking the slab apart (its slab_cache
+ * cleared: a stale pointer's malloc_usable_size() had loaded NULL there
+ * and crashed); and where the cache is the allocator's own
+ * (SLAB_ALLOCATOR_OWN: a stale free() of a block whose page had become
+ * the sheaves' had freed a live sheaf, and its barn broke).
+ */
+static inline struct slab *virt_to_obj_slab(const void *addr, struct kmem_cache **sp)
+{
+	struct slab *slab = virt_to_slab(addr);
+	struct kmem_cache *s;
+
+	if (!slab)
+		return NULL;
+	s = READ_ONCE(slab->slab_cache);
+	if (!s || (s->flags & SLAB_ALLOCATOR_OWN))
+		return NULL;
+	*sp = s;
+	return slab;
 }
 
 /*
