@@ -367,6 +367,32 @@ MALLOC_API int malloc_trim(size_t pad)
 	return (slub_trim() | huge_trim() | runs_trim()) ? 1 : 0;
 }
 
+/*
+ * A huge block copied to a new one: claimed first, so that the copy
+ * reads a mapping that stays. A realloc() of a stale pointer had copied
+ * from a block another thread's free() unmapped under it, and crashed in
+ * memcpy (a review's program).
+ */
+static void *huge_move(void *p, size_t size, const void *caller)
+{
+	size_t old = huge_claim(p);
+	void *n;
+
+	if (!old) {	/* freed meanwhile */
+		bad_free(p, "realloc", caller);
+		errno = EINVAL;
+		return NULL;
+	}
+	n = slub_malloc(size, GFP_KERNEL, (unsigned long)caller);
+	if (!n) {
+		huge_unclaim(p, old);
+		return NULL;
+	}
+	memcpy(n, p, old < size ? old : size);
+	huge_release(p, old);
+	return n;
+}
+
 static void *realloc_slow(void *p, size_t size, const void *caller)
 {
 	size_t old;
@@ -415,6 +441,8 @@ static void *realloc_slow(void *p, size_t size, const void *caller)
 		}
 		return p;
 	}
+	if (!in_arena(p) && !is_boot(p) && !in_vfork_child() && !vfork_heap_size(p))
+		return huge_move(p, size, caller);
 move:
 	n = slub_malloc(size, GFP_KERNEL, (unsigned long)caller);
 	if (!n)

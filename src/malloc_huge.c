@@ -443,30 +443,74 @@ static struct huge *huge_block(const void *p)
 	return h && !(h->size & HUGE_CHUNK) ? h : NULL;
 }
 
-/* Size of a huge block, 0 if p is not one; unregisters and unmaps it if unmap. */
-size_t huge_lookup(const void *p, bool unmap)
+/*
+ * Take the huge block at p out of the table: its size, or 0 if p is none.
+ * Once claimed it is the caller's alone: a free() of p racing it finds
+ * nothing to unmap, and reports p.
+ */
+size_t huge_claim(const void *p)
 {
-	struct huge_kept gone[HUGE_KEEP_NR + 1];
-	unsigned int n = 0;
 	struct huge *h;
 	size_t size = 0;
-	bool kept = false;
 
 	slub_lock(&huge_lock);
 	h = huge_block(p);
 	if (h) {
 		size = h->size;
-		if (unmap) {
-			huge_remove(h);
-			huge_usage.nr--;
-			huge_usage.bytes -= size;
-			kept = huge_keep((void *)p, size, gone, &n);
-		}
+		huge_remove(h);
+		huge_usage.nr--;
+		huge_usage.bytes -= size;
 	}
 	slub_unlock(&huge_lock);
+	return size;
+}
+
+/*
+ * A claimed block back in the table. Other threads may have filled the
+ * room its entry left: a table that cannot grow now is one entry past
+ * half full, which still has empty slots to end every probe.
+ */
+void huge_unclaim(const void *p, size_t size)
+{
+	slub_lock(&huge_lock);
+	(void)huge_reserve();
+	huge_place(huge_table, huge_slots, (uintptr_t)p, size);
+	huge_usage.nr++;
+	huge_count(size);
+	slub_unlock(&huge_lock);
+}
+
+/* A claimed block freed: kept for reuse, or unmapped. */
+void huge_release(void *p, size_t size)
+{
+	struct huge_kept gone[HUGE_KEEP_NR + 1];
+	unsigned int n = 0;
+	bool kept;
+
+	slub_lock(&huge_lock);
+	kept = huge_keep(p, size, gone, &n);
+	slub_unlock(&huge_lock);
 	huge_unmap_all(gone, n);
-	if (h && unmap && !kept)
-		munmap((void *)p, size);
+	if (!kept)
+		munmap(p, size);
+}
+
+/* Size of a huge block, 0 if p is not one; unregisters and unmaps it if unmap. */
+size_t huge_lookup(const void *p, bool unmap)
+{
+	struct huge *h;
+	size_t size;
+
+	if (unmap) {
+		size = huge_claim(p);
+		if (size)
+			huge_release((void *)p, size);
+		return size;
+	}
+	slub_lock(&huge_lock);
+	h = huge_block(p);
+	size = h ? h->size : 0;
+	slub_unlock(&huge_lock);
 	return size;
 }
 

@@ -212,6 +212,10 @@ bool huge_trim(void);
 /* The page allocator's purge tick calls it (weak there): kept blocks age. */
 void malloc_purge_tick(unsigned long now);
 size_t huge_lookup(const void *p, bool unmap);
+/* huge_lookup(p, true) in steps: out of the table, back, or freed. */
+size_t huge_claim(const void *p);
+void huge_unclaim(const void *p, size_t size);
+void huge_release(void *p, size_t size);
 void *huge_remap(void *p, size_t size);
 /* Chunks for malloc_vfork_heap.c: len a power of two, the mapping aligned to it. */
 void *huge_chunk_alloc(size_t len);

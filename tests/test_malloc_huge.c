@@ -629,6 +629,52 @@ static void test_huge_realloc_same_pages(void)
 	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
 }
 
+static volatile int stale_stop;
+static void *volatile stale_huge;
+
+/* 40 MiB blocks, past what is kept: each free() unmaps. Never written. */
+static void *map_and_unmap(void *arg)
+{
+	(void)arg;
+	while (!stale_stop) {
+		void *q = malloc(hide_size(40 * MiB));
+
+		if (!stale_huge)
+			stale_huge = q;
+		free(q);
+	}
+	return NULL;
+}
+
+/*
+ * realloc() of a huge block another thread frees and maps again, to a
+ * size that moves it: the copy had read a mapping the other thread's
+ * free() unmapped under it (a review's program crashed in memcpy within
+ * seconds). realloc() now claims the block before it copies.
+ */
+static void stale_huge_realloc(void)
+{
+	double end = mono_ms() + 1500;
+	pthread_t t;
+
+	if (!freopen("/dev/null", "w", stderr))	/* reports by the thousand */
+		_exit(3);
+	CHECK_EQ(pthread_create(&t, NULL, map_and_unmap, NULL), 0);
+	while (!stale_huge)
+		sched_yield();
+	while (mono_ms() < end)
+		free(realloc(stale_huge, hide_size(MiB)));
+	stale_stop = 1;
+	pthread_join(t, NULL);
+}
+
+static void test_stale_huge_realloc(void)
+{
+	int status = in_child(stale_huge_realloc);
+
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "arena-reserve")) {
@@ -656,6 +702,7 @@ int main(int argc, char **argv)
 	TEST(test_huge_registry_grows);
 	TEST(test_huge_usage_realloc);
 	TEST(test_huge_kept);
+	TEST(test_stale_huge_realloc);
 	TEST(test_huge_realloc_same_pages);
 	TEST(test_huge_keeps_errno);
 	TEST(test_address_space_limit);
