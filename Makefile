@@ -63,7 +63,7 @@ test-tsan: deps
 # sequences and the drop-in (clang printed their inline asm's %fs operands
 # without the segment, and every malloc faulted). Skipped without clang.
 CLANG_TESTS = test_percpu test_sheaves test_sheaves_free test_slab_api test_slab_stress \
-	test_malloc_api test_malloc_traffic test_malloc_fork test_malloc_cxx \
+	test_malloc_api test_malloc_stale test_malloc_traffic test_malloc_fork test_malloc_cxx \
 	fuzz_slub_replay fuzz_malloc_replay
 test-clang: deps
 	@if command -v clang >/dev/null 2>&1; then \
@@ -71,7 +71,7 @@ test-clang: deps
 			-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUB_BENCH=OFF >/dev/null && \
 		$(CMAKE) --build build-clang -j $(JOBS) --target $(CLANG_TESTS) && \
 		cd build-clang && $(CTEST) --output-on-failure -j $(JOBS) \
-			-R '^(test_percpu|test_sheaves|test_sheaves_free|test_slab_api|test_slab_stress|test_malloc_api|test_malloc_traffic|test_malloc_fork|test_malloc_cxx|fuzz_replay|fuzz_malloc_replay)\.'; \
+			-R '^(test_percpu|test_sheaves|test_sheaves_free|test_slab_api|test_slab_stress|test_malloc_api|test_malloc_stale|test_malloc_traffic|test_malloc_fork|test_malloc_cxx|fuzz_replay|fuzz_malloc_replay)\.'; \
 	else \
 		echo "make test: no clang, the clang build skipped"; \
 	fi

@@ -565,6 +565,17 @@ static void test_fork(void)
 
 static volatile int growing;
 
+/* The child's end: its two threads stopped, then the runs and the pages checked. */
+static __attribute__((noreturn)) void stop_and_check(pthread_t *t)
+{
+	growing = 0;
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	if (runs_check())
+		_exit(1);
+	_exit(page_alloc_check() ? 2 : 0);
+}
+
 /* Whole chunks and smaller runs taken and given back; never written. */
 static void *grow(void *arg)
 {
@@ -611,12 +622,7 @@ static void stale_frees_child(void *arg)
 		free(hide(p));
 		rounds++;
 	}
-	growing = 0;
-	for (int i = 0; i < 2; i++)
-		pthread_join(t[i], NULL);
-	if (runs_check())
-		_exit(1);
-	_exit(page_alloc_check() ? 2 : 0);
+	stop_and_check(t);
 }
 
 static void *volatile stale_run;
@@ -665,12 +671,7 @@ static void stale_reallocs_child(void *arg)
 		if (n % 64 == 0 && runs_check())
 			_exit(1);
 	}
-	growing = 0;
-	for (int i = 0; i < 2; i++)
-		pthread_join(t[i], NULL);
-	if (runs_check())
-		_exit(1);
-	_exit(page_alloc_check() ? 2 : 0);
+	stop_and_check(t);
 }
 
 static void check_child(void (*fn)(void *))
