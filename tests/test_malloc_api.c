@@ -1351,92 +1351,6 @@ static void double_free_large(void)
 	}
 }
 
-/*
- * Freed, trimmed (the sheaf's objects back to their slabs), freed again
- * and trimmed again: the object is linked into its slab's freelist twice,
- * where no cheap check sees it, and handed out twice. The program's bytes
- * in it must then be reported as a corrupt free pointer when a refill
- * reaches them, never followed (or, with slub_debug, the second free is
- * reported): the mallocs after it all succeed, and the child lives.
- */
-static void *dt_obj;
-
-static void free_trim_and_fill(void *arg)
-{
-	(void)arg;
-	free(dt_obj);
-	malloc_trim(0);
-	for (int i = 0; i < 1000; i++) {
-		void *p = malloc(hide_size(64));
-
-		CHECK(p != NULL);
-		if (!p)
-			break;
-		memset(p, 0x41, 64);
-	}
-}
-
-static void double_free_trimmed(void)
-{
-	void *live[8];
-	char out[2048];
-
-	for (int i = 0; i < 8; i++)
-		live[i] = malloc(hide_size(64));
-	dt_obj = malloc(hide_size(64));
-	free(dt_obj);
-	malloc_trim(0);
-	capture_stderr(free_trim_and_fill, NULL, out, sizeof(out));
-	if (!strstr(out, "BUG kmalloc-64")) {
-		fprintf(stderr, "double free across a trim: report was '%s'\n", out);
-		CHECK(0);
-	}
-	for (int i = 0; i < 8; i++)
-		free(live[i]);
-}
-
-/*
- * realloc() of a freed block to a size it still holds: with slub_debug
- * it is reported and fails with EINVAL, writing nothing (the request
- * size, the red zone) into the free object; the next mallocs of its
- * class find nothing corrupt. Without debug nothing cheap can tell.
- */
-static void *rf_obj;
-
-static void fill_small(void *arg)
-{
-	(void)arg;
-	for (int i = 0; i < 200; i++) {
-		void *p = malloc(hide_size(60));
-
-		CHECK(p != NULL);
-		if (p)
-			memset(p, 0x5a, 60);
-	}
-}
-
-static void realloc_freed_smaller(void *arg)
-{
-	(void)arg;
-	errno = 0;
-	CHECK(realloc(rf_obj, hide_size(50)) == NULL);
-	CHECK_EQ(errno, EINVAL);
-}
-
-static void realloc_freed(void)
-{
-	char out[4096], more[4096];
-
-	rf_obj = malloc(hide_size(60));
-	free(rf_obj);
-	capture_stderr(realloc_freed_smaller, NULL, out, sizeof(out));
-	CHECK(strstr(out, "Object already free") != NULL);
-	capture_stderr(fill_small, NULL, more, sizeof(more));
-	CHECK(!strstr(more, "BUG"));
-	if (strstr(more, "BUG"))
-		fprintf(stderr, "after the realloc: %s\n", more);
-}
-
 static void test_bad_free(void)
 {
 	int status = in_child(bad_frees);
@@ -1451,12 +1365,6 @@ static void test_double_free(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	status = in_child(double_free_large);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	status = in_child(double_free_trimmed);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	if (kmalloc_debug) {
-		status = in_child(realloc_freed);
-		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	}
 }
 
 static void test_consistent(void)

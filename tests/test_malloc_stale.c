@@ -5,8 +5,10 @@
  * another block of the program, as in any allocator; it must not reach
  * the allocator's own objects, nor crash inside the library when the
  * block's slab is being freed or is gone (docs/malloc.md, "Safety").
- * Each case runs in a child: a crash is a result.
+ * Each case runs in a child: a crash is a result. The main thread stays
+ * on one CPU, as in test_malloc_api.
  */
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -175,6 +177,92 @@ static void double_free_orphan(void)
 }
 
 
+/*
+ * Freed, trimmed (the sheaf's objects back to their slabs), freed again
+ * and trimmed again: the object is linked into its slab's freelist twice,
+ * where no cheap check sees it, and handed out twice. The program's bytes
+ * in it must then be reported as a corrupt free pointer when a refill
+ * reaches them, never followed (or, with slub_debug, the second free is
+ * reported): the mallocs after it all succeed, and the child lives.
+ */
+static void *dt_obj;
+
+static void free_trim_and_fill(void *arg)
+{
+	(void)arg;
+	free(dt_obj);
+	malloc_trim(0);
+	for (int i = 0; i < 1000; i++) {
+		void *p = malloc(hide_size(64));
+
+		CHECK(p != NULL);
+		if (!p)
+			break;
+		memset(p, 0x41, 64);
+	}
+}
+
+static void double_free_trimmed(void)
+{
+	void *live[8];
+	char out[2048];
+
+	for (int i = 0; i < 8; i++)
+		live[i] = malloc(hide_size(64));
+	dt_obj = malloc(hide_size(64));
+	free(dt_obj);
+	malloc_trim(0);
+	capture_stderr(free_trim_and_fill, NULL, out, sizeof(out));
+	if (!strstr(out, "BUG kmalloc-64")) {
+		fprintf(stderr, "double free across a trim: report was '%s'\n", out);
+		CHECK(0);
+	}
+	for (int i = 0; i < 8; i++)
+		free(live[i]);
+}
+
+/*
+ * realloc() of a freed block to a size it still holds: with slub_debug
+ * it is reported and fails with EINVAL, writing nothing (the request
+ * size, the red zone) into the free object; the next mallocs of its
+ * class find nothing corrupt. Without debug nothing cheap can tell.
+ */
+static void *rf_obj;
+
+static void fill_small(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 200; i++) {
+		void *p = malloc(hide_size(60));
+
+		CHECK(p != NULL);
+		if (p)
+			memset(p, 0x5a, 60);
+	}
+}
+
+static void realloc_freed_smaller(void *arg)
+{
+	(void)arg;
+	errno = 0;
+	CHECK(realloc(rf_obj, hide_size(50)) == NULL);
+	CHECK_EQ(errno, EINVAL);
+}
+
+static void realloc_freed(void)
+{
+	char out[4096], more[4096];
+
+	rf_obj = malloc(hide_size(60));
+	free(rf_obj);
+	capture_stderr(realloc_freed_smaller, NULL, out, sizeof(out));
+	CHECK(strstr(out, "Object already free") != NULL);
+	capture_stderr(fill_small, NULL, more, sizeof(more));
+	CHECK(!strstr(more, "BUG"));
+	if (strstr(more, "BUG"))
+		fprintf(stderr, "after the realloc: %s\n", more);
+}
+
 static void run(void (*fn)(void))
 {
 	int status = in_child(fn);
@@ -197,11 +285,26 @@ static void test_double_free_orphan(void)
 	run(double_free_orphan);
 }
 
+static void test_double_free_trimmed(void)
+{
+	run(double_free_trimmed);
+}
+
+/* Without debug nothing cheap tells: only slub_debug's caches are asked. */
+static void test_realloc_freed(void)
+{
+	if (slab_debug_cache("kmalloc-64"))
+		run(realloc_freed);
+}
+
 int main(void)
 {
 	test_cpus_init();
+	migrate_to(0);
 	TEST(test_own_objects);
 	TEST(test_stale_usable_size);
 	TEST(test_double_free_orphan);
+	TEST(test_double_free_trimmed);
+	TEST(test_realloc_freed);
 	return test_done();
 }
