@@ -280,14 +280,48 @@ static inline bool object_of_slab(struct kmem_cache *s, struct slab *slab, const
 }
 
 /*
+ * The last object of a CPU freelist, its length in *count; NULL for an
+ * empty one, and for one that is corrupt: a cycle (an object freed twice
+ * with other frees between) or a pointer out of the slab (the program wrote
+ * into such an object). A corrupt one is reported and not followed further:
+ * its objects stay counted in use, leaked, as the kernel's
+ * alloc_debug_processing() marks a corrupt slab's objects used rather than
+ * trust them. The slab itself goes on (deactivate_slab()).
+ */
+static void *cpu_freelist_tail(struct kmem_cache *s, struct slab *slab,
+			       void *freelist, int *count)
+{
+	void *tail = NULL;
+	int n = 0;
+
+	*count = 0;
+	for (void *iter = freelist; iter; iter = get_freepointer(s, iter)) {
+		if (unlikely(++n > (int)slab->objects)) {
+			report_freelist_cycle(s, slab);
+			return NULL;
+		}
+		if (unlikely(!object_of_slab(s, slab, iter))) {
+			report_freepointer_corrupt(s, slab, iter);
+			return NULL;
+		}
+		tail = iter;
+	}
+	*count = n;
+	return tail;
+}
+
+/*
  * Give a CPU slab back: splice the CPU freelist onto the slab's freelist,
  * unfreeze it, and put it where it belongs (the kernel's deactivate_slab).
+ * A corrupt CPU freelist is left out of the splice (cpu_freelist_tail()):
+ * its objects are lost, the slab is not, and the frees that reached it
+ * meanwhile serve again.
  */
 void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist)
 {
 	struct kmem_cache_node *n = get_node(s, slab_nid(slab));
-	int tail = DEACTIVATE_TO_HEAD, free_delta = 0;
-	void *freelist_tail = NULL, *iter;
+	int tail = DEACTIVATE_TO_HEAD, free_delta;
+	void *freelist_tail;
 	unsigned long counters;
 	void *old_freelist;
 	struct slab new;
@@ -296,17 +330,7 @@ void deactivate_slab(struct kmem_cache *s, struct slab *slab, void *freelist)
 		stat(s, DEACTIVATE_REMOTE_FREES);
 		tail = DEACTIVATE_TO_TAIL;
 	}
-	for (iter = freelist; iter; iter = get_freepointer(s, iter)) {
-		if (unlikely(++free_delta > (int)slab->objects)) {
-			report_freelist_cycle(s, slab);
-			return;
-		}
-		if (unlikely(!object_of_slab(s, slab, iter))) {
-			report_freepointer_corrupt(s, slab, iter);
-			return;
-		}
-		freelist_tail = iter;
-	}
+	freelist_tail = cpu_freelist_tail(s, slab, freelist, &free_delta);
 	do {
 		slab_read(slab, &old_freelist, &counters);
 		new.counters = counters;
@@ -626,10 +650,14 @@ static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp,
 
 load_freelist:
 	if (unlikely(!freepointer_ok(s, freelist))) {
-		/* The CPU is stopped: its freelist and slab go, the slab leaked. */
+		/*
+		 * The CPU is stopped: the rest of its freelist is dropped, its
+		 * objects leaked (counted in use), and the slab stays the CPU
+		 * slab, empty: the next slow path takes its remote frees or
+		 * lets it go full, unfrozen (take_freelist()).
+		 */
 		report_freepointer_corrupt(s, c->slab, get_freepointer(s, freelist));
 		WRITE_ONCE(c->freelist, NULL);
-		WRITE_ONCE(c->slab, NULL);
 		return freelist;
 	}
 	WRITE_ONCE(c->freelist, get_freepointer(s, freelist));
@@ -952,16 +980,16 @@ __noinline void report_invalid_pointer(struct kmem_cache *s, const void *obj,
  * A CPU freelist longer than its slab has objects: an object freed twice
  * with other frees between (A, B, A), which the head check cannot see,
  * chained it into a cycle. The freelist cannot be given back, and walking
- * it would never end: the slab stays frozen and out of every list, its
- * memory leaked, as the kernel's on_freelist() clears a freelist it finds
- * corrupt rather than trust it.
+ * it would never end: its objects are leaked (counted in use), as the
+ * kernel's on_freelist() clears a freelist it finds corrupt rather than
+ * trust it. The slab goes back without them.
  */
 __noinline void report_freelist_cycle(struct kmem_cache *s, struct slab *slab)
 {
 	slab_add_error(s);
 	slub_pr_err("BUG %s: Freelist cycle detected\nSlab %p: an object on its CPU "
-		    "freelist was freed twice; the slab is leaked, not reused\n",
-		    s->name, (void *)slab);
+		    "freelist was freed twice; the freelist's objects are leaked, "
+		    "the slab is not\n", s->name, (void *)slab);
 	slub_pr_caller(__builtin_return_address(0));
 }
 
@@ -969,8 +997,8 @@ __noinline void report_freelist_cycle(struct kmem_cache *s, struct slab *slab)
  * A freelist that reaches something that is no object of its slab: the
  * program wrote into an object that was on it, most often one it freed
  * twice with other frees between and got back twice. Nothing past that
- * pointer can be trusted, and following it could fault: the slab is left
- * frozen and out of every list, its memory leaked (as for a cycle).
+ * pointer can be trusted, and following it could fault: the freelist's
+ * objects are leaked, the slab is not (as for a cycle).
  */
 __noinline void report_freepointer_corrupt(struct kmem_cache *s, struct slab *slab,
 					   const void *p)
@@ -978,7 +1006,7 @@ __noinline void report_freepointer_corrupt(struct kmem_cache *s, struct slab *sl
 	slab_add_error(s);
 	slub_pr_err("BUG %s: Freepointer corrupt\nSlab %p: its freelist reaches %p, "
 		    "not an object of the slab (an object freed twice and written "
-		    "since?); the slab is leaked, not reused\n", s->name, (void *)slab, p);
+		    "since?); the freelist's objects are leaked, the slab is not\n", s->name, (void *)slab, p);
 	slub_pr_caller(__builtin_return_address(0));
 }
 
@@ -993,8 +1021,8 @@ bool freepointer_in_slab(struct kmem_cache *s, const void *object, const void *n
 /*
  * A pop found the CPU freelist's next pointer corrupt (freepointer_ok()):
  * flush the CPU that has the object's slab, which may not be ours by now;
- * deactivate_slab() reports the corrupt pointer and leaks the slab, before
- * any pop follows it.
+ * deactivate_slab() reports the corrupt pointer and drops the CPU freelist,
+ * before any pop follows it.
  */
 __noinline void freelist_corrupt(struct kmem_cache *s, void *object)
 {

@@ -183,7 +183,9 @@ static void double_free_orphan(void)
  * where no cheap check sees it, and handed out twice. The program's bytes
  * in it must then be reported as a corrupt free pointer when a refill
  * reaches them, never followed (or, with slub_debug, the second free is
- * reported): the mallocs after it all succeed, and the child lives.
+ * reported): the mallocs after it all succeed, and the child lives. The
+ * corrupt freelist's objects are lost, its slab is not: after a trim the
+ * idle check finds no slab left frozen on no CPU.
  */
 static void *dt_obj;
 
@@ -219,6 +221,8 @@ static void double_free_trimmed(void)
 	}
 	for (int i = 0; i < 8; i++)
 		free(live[i]);
+	malloc_trim(0);
+	CHECK_EQ(slub_validate(SLUB_VALIDATE_IDLE, NULL, 0), 0);
 }
 
 /*

@@ -1008,9 +1008,11 @@ static void test_double_free(void)
  * A double free with another free between (A, B, A) on a cache without
  * sheaves: no cheap check sees it, and the CPU freelist becomes a cycle.
  * The flush that gives the CPU slab back must find the cycle, report it
- * and leak the slab, not walk it for ever (with slab_mutex held): the
- * shrink returns, and the cache goes on with a new slab. In a child, with
- * an alarm: exit 0 when all that held.
+ * and drop that freelist, not walk it for ever (with slab_mutex held): the
+ * shrink returns, and the cache goes on with a new slab. The old slab is
+ * not lost with the freelist: it is unfrozen, the idle check finds every
+ * slab where it belongs, and C, freed into it later, is handed out again.
+ * In a child, with an alarm: exit 0 when all that held.
  */
 static void freelist_cycle_shrink(void *arg)
 {
@@ -1020,6 +1022,25 @@ static void freelist_cycle_shrink(void *arg)
 static void freelist_cycle_destroy(void *arg)
 {
 	kmem_cache_destroy(arg);
+}
+
+/* Is c among the next allocations, up to a few slabs' worth? All freed again. */
+static bool reused_after_free(struct kmem_cache *s, void *c)
+{
+	enum { N = 256 };
+	void *o[N];
+	bool found = false;
+	int i;
+
+	for (i = 0; i < N && !found; i++) {
+		o[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		if (!o[i])
+			break;
+		found = o[i] == c;
+	}
+	while (i--)
+		kmem_cache_free(s, o[i]);
+	return found;
 }
 
 static void freelist_cycle_child(void *arg)
@@ -1063,7 +1084,11 @@ static void freelist_cycle_child(void *arg)
 	for (int i = 0; i < 3; i++)
 		kmem_cache_free(s, n[i]);
 	kmem_cache_free(s, c);
-	/* The leaked slab is not the cache's to free: destroy says so, and returns. */
+	if (slub_validate(SLUB_VALIDATE_IDLE, NULL, 0))
+		_exit(5);
+	if (!reused_after_free(s, c))
+		_exit(6);
+	/* Its leaked objects are not the cache's to free: destroy says so, and returns. */
 	capture_stderr(freelist_cycle_destroy, s, d->out, sizeof(d->out));
 	if (!strstr(d->out, "BUG t-df3 (Not tainted): Objects remaining"))
 		_exit(4);
