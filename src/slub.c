@@ -771,15 +771,24 @@ void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,
 			n = NULL;
 		}
 		slab_read(slab, &prior, &counters);
-		while (unlikely(prior == tail)) {
-			/* The kernel's hardened set_freepointer(): object == fp. */
-			report_double_free(s, tail, NULL);
+		new.counters = counters;
+		while (unlikely(prior == tail || cnt > (int)new.inuse)) {
+			/*
+			 * The kernel's hardened set_freepointer(): object == fp.
+			 * Or more objects freed than the slab counts in use:
+			 * some were freed twice, and the count would wrap.
+			 * (A read of counters newer than prior still counts
+			 * every object not yet freed: no false alarm.)
+			 */
+			if (prior == tail)
+				report_double_free(s, tail, NULL);
+			else
+				report_overfree(s, slab, tail, new.inuse);
 			tail = chain_drop_tail(s, head, tail, cnt--);
 			if (!tail)
 				return;
 		}
 		set_freepointer(s, tail, prior);
-		new.counters = counters;
 		was_frozen = new.frozen;
 		new.inuse -= cnt;
 		/*
@@ -1042,6 +1051,22 @@ __noinline void report_double_free(struct kmem_cache *s, const void *obj,
 	slub_pr_err("BUG %s: Object already free\nObject %p: freed again while "
 		    "it is the last object freed on this CPU\n", s->name, obj);
 	slub_pr_caller(caller ? caller : __builtin_return_address(0));
+}
+
+/*
+ * A free to a slab that counts fewer objects in use than are being freed
+ * to it: one of them was freed twice (A, B, A, where no head check sees
+ * it) after the slab's count had reached zero. Counted, the count would
+ * wrap and the slab never empty again; obj is dropped instead.
+ */
+__noinline void report_overfree(struct kmem_cache *s, struct slab *slab,
+				const void *obj, unsigned int inuse)
+{
+	slab_add_error(s);
+	slub_pr_err("BUG %s: Object already free\nObject %p: its slab %p counts %u "
+		    "objects in use, fewer than are freed to it; dropped\n", s->name,
+		    obj, (void *)slab, inuse);
+	slub_pr_caller(__builtin_return_address(0));
 }
 
 /*

@@ -1107,6 +1107,60 @@ static void test_freelist_cycle(void)
 	}
 }
 
+/*
+ * A, B freed to a slab that is on the node's partial list, then A again:
+ * the slab's count is 0 by then, and no head check sees A (B is the
+ * head). Counted, the 16-bit count would wrap and the slab never empty
+ * again, with A chained into a cycle. It must be reported and A dropped:
+ * the idle check is clean and the next allocations are distinct.
+ */
+static void overfree_twice(void *arg)
+{
+	struct bad_free *b = arg;
+
+	kmem_cache_free(b->s, b->p);
+}
+
+static void overfree_child(void *arg)
+{
+	struct double_free *d = arg;
+	struct kmem_cache *s = kmem_cache_create("t-df4", 64, 0, 0, NULL);
+	struct bad_free bf = { s, NULL };
+	void *a, *b, *n[3];
+
+	if (!s || slab_set("t-df4", "sheaf_capacity", "0") ||
+	    slab_set("t-df4", "cpu_partial", "0") || slab_set("t-df4", "min_partial", "5"))
+		_exit(3);
+	migrate_to(0);
+	a = kmem_cache_alloc(s, GFP_KERNEL);
+	b = kmem_cache_alloc(s, GFP_KERNEL);
+	if (!a || !b)
+		_exit(3);
+	kmem_cache_shrink(s);		/* the CPU slab to the node's partial list */
+	kmem_cache_free(s, a);
+	kmem_cache_free(s, b);		/* in use 0, kept: fewer than min_partial */
+	bf.p = a;
+	capture_stderr(overfree_twice, &bf, d->out, sizeof(d->out));
+	if (!strstr(d->out, "BUG t-df4: Object already free"))
+		_exit(2);
+	if (slub_validate(SLUB_VALIDATE_IDLE, NULL, 0))
+		_exit(4);
+	for (int i = 0; i < 3; i++)
+		n[i] = kmem_cache_alloc(s, GFP_KERNEL);
+	if (!n[0] || n[0] == n[1] || n[0] == n[2] || n[1] == n[2])
+		_exit(1);
+	_exit(0);
+}
+
+static void test_overfree(void)
+{
+	struct double_free d = { .remote = false };
+	int status = run_in_child(overfree_child, &d);
+
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+}
+
 static void do_free_pages2(void *arg)
 {
 	free_pages(arg, 2);
@@ -1236,6 +1290,7 @@ int main(int argc, char **argv)
 	TEST(test_wrong_cache_free);
 	TEST(test_double_free);
 	TEST(test_freelist_cycle);
+	TEST(test_overfree);
 	TEST(test_kfree_invalid);
 	TEST(test_destroy);
 	return test_done();
