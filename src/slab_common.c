@@ -284,8 +284,14 @@ int calculate_sizes(struct kmem_cache *s, int forced_order)
 		order = calculate_medium_order(size);
 	else
 		order = calculate_order(size);
+	/*
+	 * A forced order (the order attribute, slub_max_order up to 10) may
+	 * hold more objects than slab->objects' 15 bits and oo's 16: 32,768
+	 * 8-byte objects at order 6 wrapped into the order's bits.
+	 */
 	if (order < 0 || order > MAX_PAGE_ORDER ||
-	    order_objects((unsigned int)order, size) == 0)
+	    order_objects((unsigned int)order, size) == 0 ||
+	    order_objects((unsigned int)order, size) > MAX_OBJS_PER_PAGE)
 		return -EINVAL;
 	s->size = size;
 	s->oo = oo_make((unsigned int)order, size);

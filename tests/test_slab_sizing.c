@@ -386,6 +386,45 @@ static void test_created_caches(void)
 	}
 }
 
+/*
+ * An order written to the attribute may not hold more objects than a
+ * slab counts (15 bits): 8-byte objects at order 6 are 32,768, which
+ * wrapped into the order's bits of the packed order/objects (the file
+ * then read order 8 at 7, and slabs were built with 0 objects counted).
+ * Every order from slub_min_order to slub_max_order: accepted with its
+ * objects, or refused with the old order kept.
+ */
+static void test_order_objects_limit(void)
+{
+	struct kmem_cache *s = kmem_cache_create("t-tiny", 8, 0, 0, NULL);
+	long long size = slab_num("t-tiny", "slab_size");
+	char v[8];
+	void *p;
+
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	for (unsigned int o = P.min_order; o <= P.max_order; o++) {
+		long long objs = (4096LL << o) / size, was = slab_num("t-tiny", "order");
+
+		snprintf(v, sizeof(v), "%u", o);
+		if (objs > 32767) {
+			CHECK_EQ(slab_set("t-tiny", "order", v), -EINVAL);
+			CHECK_EQ(slab_num("t-tiny", "order"), was);
+			continue;
+		}
+		CHECK_EQ(slab_set("t-tiny", "order", v), 0);
+		CHECK_EQ(slab_num("t-tiny", "order"), o);
+		CHECK_EQ(slab_num("t-tiny", "objs_per_slab"), objs);
+	}
+	p = kmem_cache_alloc(s, GFP_KERNEL);
+	CHECK(p != NULL);
+	CHECK_EQ(slab_num("t-tiny", "total_objects"),
+		 (4096LL << slab_num("t-tiny", "order")) / size);
+	kmem_cache_free(s, p);
+	kmem_cache_destroy(s);
+}
+
 int main(void)
 {
 	struct kmem_cache *up;
@@ -399,5 +438,6 @@ int main(void)
 	TEST(test_formula_by_hand);
 	TEST(test_kmalloc_caches);
 	TEST(test_created_caches);
+	TEST(test_order_objects_limit);
 	return test_done();
 }
