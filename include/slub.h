@@ -133,8 +133,9 @@ struct kmem_cache;
  * alignment; otherwise a power of two. ctor, if given, runs on every object
  * when its slab is created (not on every allocation), as in the kernel.
  * Returns NULL with errno EINVAL for a NULL name, size 0, a size larger than
- * a slab can hold, an alignment that is not a power of two, or a name that
- * is already taken; with SLAB_PANIC such a failure aborts with a message.
+ * a slab can hold, an alignment that is not a power of two, a flag not
+ * defined here, or a name that is already taken; with SLAB_PANIC such a
+ * failure aborts with a message.
  */
 SLUB_API struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
 					      unsigned int align, slab_flags_t flags,
@@ -151,6 +152,7 @@ SLUB_API int kmem_cache_shrink(struct kmem_cache *s);
 /* All nr objects or none: returns nr, or 0 with nothing allocated. */
 SLUB_API int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr,
 				   void **p);
+/* With s NULL, each object goes back to its own cache (kfree_bulk()). */
 SLUB_API void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p);
 SLUB_API const char *kmem_cache_name(const struct kmem_cache *s);
 SLUB_API unsigned int kmem_cache_size(const struct kmem_cache *s);
@@ -171,6 +173,11 @@ SLUB_API void *kzalloc(size_t size, gfp_t gfp);
 SLUB_API void *kcalloc(size_t n, size_t size, gfp_t gfp);
 SLUB_API void *krealloc(const void *p, size_t new_size, gfp_t gfp);
 SLUB_API void kfree(const void *p);
+/* The kernel's kfree_bulk(): nr objects, each to its own cache. */
+static inline void kfree_bulk(size_t nr, void **p)
+{
+	kmem_cache_free_bulk(NULL, nr, p);
+}
 /* The usable size of a kmalloc'd object (its cache's object size). */
 SLUB_API size_t ksize(const void *p);
 

@@ -959,8 +959,7 @@ int sheaves_init(void)
 	 * finds no CPU that used it (sheaf_cpu_settled()): none is stopped.
 	 */
 	sheaf_cache_making = true;
-	sheaf_cache = kmem_cache_create("slab_sheaf", sizeof(struct slab_sheaf),
-					0, SLAB_ALLOCATOR_OWN, NULL);
+	sheaf_cache = kmem_cache_create_own("slab_sheaf", sizeof(struct slab_sheaf));
 	sheaf_cache_making = false;
 	if (!sheaf_cache)
 		return -ENOMEM;

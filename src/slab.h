@@ -137,6 +137,13 @@ _Static_assert(offsetof(struct slab, freelist) % 16 == 0,
  */
 #define SLAB_DEBUG_FLAGS	(SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE | \
 				 SLAB_POISON | SLAB_STORE_USER | SLAB_TRACE)
+/*
+ * What kmem_cache_create() takes from a caller (the kernel's
+ * SLAB_FLAGS_PERMITTED): any other bit is refused with EINVAL, the
+ * internal ones below included.
+ */
+#define SLAB_FLAGS_PERMITTED	(SLAB_DEBUG_FLAGS | SLAB_HWCACHE_ALIGN | SLAB_PANIC | \
+				 SLAB_FAILSLAB | SLAB_NO_USER_FLAGS | SLAB_KMALLOC)
 /* Internal: SLAB_POISON on a cache whose objects may be poisoned (no ctor). */
 #define __OBJECT_POISON		0x80000000u
 /*

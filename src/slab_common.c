@@ -472,8 +472,11 @@ struct kmem_cache_with_node {
 static struct kmem_cache_node kmem_cache_boot_node;
 
 static int check_create_args(const char *name, unsigned int size,
-			     unsigned int align)
+			     unsigned int align, slab_flags_t flags,
+			     slab_flags_t permitted)
 {
+	if (flags & ~permitted)
+		return -EINVAL;
 	if (!name || !*name || strlen(name) >= sizeof(kmem_cache_boot.name_buf) ||
 	    strchr(name, '/'))
 		return -EINVAL;
@@ -512,12 +515,13 @@ static struct kmem_cache *create_cache(const char *name, unsigned int size,
 	return err ? NULL : &sn->cache;
 }
 
-struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
-				     unsigned int align, slab_flags_t flags,
-				     void (*ctor)(void *))
+static struct kmem_cache *kmem_cache_create_flags(const char *name, unsigned int size,
+						  unsigned int align, slab_flags_t flags,
+						  void (*ctor)(void *),
+						  slab_flags_t permitted)
 {
 	struct kmem_cache *s = NULL;
-	int err = check_create_args(name, size, align);
+	int err = check_create_args(name, size, align, flags, permitted);
 
 	if (!err)
 		s = create_cache(name, size, align, flags, ctor, &err);
@@ -530,6 +534,22 @@ struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
 	}
 	errno = -err;
 	return NULL;
+}
+
+struct kmem_cache *kmem_cache_create(const char *name, unsigned int size,
+				     unsigned int align, slab_flags_t flags,
+				     void (*ctor)(void *))
+{
+	/* Unknown bits are refused, and the allocator's own (kfree() refuses those). */
+	return kmem_cache_create_flags(name, size, align, flags, ctor,
+				       SLAB_FLAGS_PERMITTED);
+}
+
+/* A cache of the allocator's own objects (the sheaves'): SLAB_ALLOCATOR_OWN. */
+struct kmem_cache *kmem_cache_create_own(const char *name, unsigned int size)
+{
+	return kmem_cache_create_flags(name, size, 0, SLAB_ALLOCATOR_OWN, NULL,
+				       SLAB_ALLOCATOR_OWN);
 }
 
 /*
@@ -790,10 +810,24 @@ int kmem_cache_alloc_bulk(struct kmem_cache *s, gfp_t gfp, size_t nr, void **p)
 	return (int)nr;
 }
 
+/*
+ * A NULL cache is the kernel's kfree_bulk(): each object goes back to its
+ * own cache, or kmalloc's. A NULL array is reported, not read.
+ */
 void kmem_cache_free_bulk(struct kmem_cache *s, size_t nr, void **p)
 {
-	for (size_t i = 0; i < nr; i++)
-		kmem_cache_free(s, p[i]);
+	if (unlikely(!p)) {
+		if (nr)
+			slub_pr_err("BUG %s: kmem_cache_free_bulk(): NULL array of %zu "
+				    "objects; nothing freed\n", s ? s->name : "(null)", nr);
+		return;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		if (s)
+			kmem_cache_free(s, p[i]);
+		else
+			kfree(p[i]);
+	}
 }
 
 const char *kmem_cache_name(const struct kmem_cache *s)

@@ -139,6 +139,7 @@ void report_double_free(struct kmem_cache *s, const void *obj, const void *calle
 void report_orphan_object(struct kmem_cache *s, const void *obj);
 void report_freelist_cycle(struct kmem_cache *s, struct slab *slab);
 void report_freepointer_corrupt(struct kmem_cache *s, struct slab *slab, const void *p);
+struct kmem_cache *kmem_cache_create_own(const char *name, unsigned int size);
 void report_overfree(struct kmem_cache *s, struct slab *slab, const void *obj,
 		     unsigned int inuse);
 void __slab_free(struct kmem_cache *s, struct slab *slab, void *head,

@@ -14,6 +14,7 @@
 #include "helpers.h"
 #include "page_alloc.h"
 #include "test.h"
+#include "validate_helpers.h"
 
 #define PAGE	SLUB_PAGE_SIZE
 #define MiB	(1UL << 20)
@@ -59,6 +60,18 @@ static void test_create_einval(void)
 	/* The name is a sysfs directory: no '/', and no silent truncation. */
 	expect_einval("t/slash", 64, 0, NULL);
 	expect_einval(longname, 64, 0, NULL);
+	/* Flags not in slub.h, and the allocator's own (SLAB_ALLOCATOR_OWN). */
+	for (unsigned int bit = 0; bit < 32; bit++) {
+		const slab_flags_t public = SLAB_CONSISTENCY_CHECKS | SLAB_RED_ZONE |
+			SLAB_POISON | SLAB_HWCACHE_ALIGN | SLAB_STORE_USER | SLAB_PANIC |
+			SLAB_TRACE | SLAB_FAILSLAB | SLAB_NO_USER_FLAGS | SLAB_KMALLOC;
+
+		if (public & (1u << bit))
+			continue;
+		errno = 0;
+		CHECK(kmem_cache_create("t-flag", 64, 0, 1u << bit, NULL) == NULL);
+		CHECK_EQ(errno, EINVAL);
+	}
 	/* None of the failures left a directory or a cache behind. */
 	CHECK_EQ(slub_sysfs_read("slab/t-size0", longname, 8), -ENOENT);
 	CHECK_EQ(slub_sysfs_read("slab/t-align3", longname, 8), -ENOENT);
@@ -306,6 +319,41 @@ static void test_gfp_zero(void)
 	kmem_cache_destroy(s);
 }
 
+static void free_bulk_no_array(void *arg)
+{
+	kmem_cache_free_bulk(arg, 4, NULL);
+}
+
+/*
+ * A NULL array is reported, not read. A NULL cache is the kernel's
+ * kfree_bulk(): each object to its own cache, kmalloc's or s's; the
+ * idle check's in_use says all of them went back.
+ */
+static void test_bulk_null(struct kmem_cache *s)
+{
+	char out[512], report[REPORT_SIZE];
+	long long was = -1, now = -1;
+	void *p[4];
+
+	capture_stderr(free_bulk_no_array, s, out, sizeof(out));
+	CHECK(strstr(out, "BUG t-bulk: kmem_cache_free_bulk(): NULL array") != NULL);
+	capture_stderr(free_bulk_no_array, NULL, out, sizeof(out));
+	CHECK(strstr(out, "NULL array of 4 objects") != NULL);
+	if (!validate_report(SLUB_VALIDATE_IDLE, report, sizeof(report)))
+		was = report_in_use(report, "kmalloc-64");
+	p[0] = kmem_cache_alloc(s, GFP_KERNEL);
+	p[1] = kmalloc(64, GFP_KERNEL);
+	p[2] = kmem_cache_alloc(s, GFP_KERNEL);
+	p[3] = kmalloc(50, GFP_KERNEL);
+	CHECK(p[0] && p[1] && p[2] && p[3]);
+	kfree_bulk(4, p);
+	if (!validate_report(SLUB_VALIDATE_IDLE, report, sizeof(report)))
+		now = report_in_use(report, "kmalloc-64");
+	CHECK(was >= 0);
+	CHECK_EQ(now, was);
+	CHECK_EQ(report_in_use(report, "t-bulk"), 0);
+}
+
 static void test_bulk(void)
 {
 	enum { N = 300 };
@@ -342,6 +390,7 @@ static void test_bulk(void)
 		CHECK(all_bytes(p[i], 0, 48));
 	kmem_cache_free_bulk(s, 10, p);
 	kmem_cache_free_bulk(s, 0, p);
+	test_bulk_null(s);
 	kmem_cache_destroy(s);
 }
 
