@@ -724,8 +724,17 @@ void kmem_cache_destroy(struct kmem_cache *s)
 		slub_pr_caller((const void *)caller);
 		return;
 	}
+	/*
+	 * sysfs_lock from the shrink to the directory's removal: a store to
+	 * slab/<s>/ (shrink, sheaf_capacity; slabinfo -s from another
+	 * process) holds objects between s's CPUs and their slabs, which
+	 * still count them in use. A destroy that shrank meanwhile reported
+	 * them as remaining and kept an empty cache (helper-42).
+	 */
+	slub_lock(&sysfs_lock);
 	kmem_cache_shrink_locked(s);
 	if (READ_ONCE(get_node(s, 0)->nr_slabs)) {
+		slub_unlock(&sysfs_lock);
 		/* Keep everything: freeing live objects' slabs would corrupt. */
 		report_objects_remaining(s, caller);
 		slub_unlock(&slab_mutex);
@@ -733,6 +742,7 @@ void kmem_cache_destroy(struct kmem_cache *s)
 	}
 	list_del(&s->list);
 	slab_sysfs_remove(s);
+	slub_unlock(&sysfs_lock);
 	free_percpu_state(s);
 	if (s->map_id) {
 		WRITE_ONCE(slab_fast[s->map_id].check.objects, 0);

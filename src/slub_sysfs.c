@@ -570,6 +570,7 @@ __startup void slab_sysfs_add(struct kmem_cache *s)
 	sysfs_add_dir(&slab_root, &s->sysfs);
 }
 
+/* sysfs_lock held: a store to s's files has returned, and none can start. */
 void slab_sysfs_remove(struct kmem_cache *s)
 {
 	sysfs_remove_dir(&s->sysfs);

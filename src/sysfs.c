@@ -44,18 +44,17 @@ __startup void sysfs_add_dir(struct sysfs_dir *parent, struct sysfs_dir *dir)
 	slub_unlock(&sysfs_lock);
 }
 
+/* The caller holds sysfs_lock: no store is running on dir's object. */
 void sysfs_remove_dir(struct sysfs_dir *dir)
 {
 	struct sysfs_dir **p;
 
-	slub_lock(&sysfs_lock);
 	for (p = &dir->parent->children; *p; p = &(*p)->next) {
 		if (*p == dir) {
 			*p = dir->next;
 			break;
 		}
 	}
-	slub_unlock(&sysfs_lock);
 }
 
 int sysfs_parse_ulong(const char *val, unsigned long *out)

@@ -159,6 +159,70 @@ static void test_concurrent(void)
 	CHECK_EQ(sysfs_num("page_alloc/check"), 0);
 }
 
+/*
+ * kmem_cache_destroy() beside stores to the cache's own files, as
+ * slabinfo -s or a tuning script in another process does: a store holds
+ * objects between the CPUs and their slabs, which still count them. Every
+ * destroy of a cache whose objects were all freed must succeed (the name
+ * is free for the next round) and report nothing.
+ */
+static volatile int destroying;
+
+static void *cache_writer(void *arg)
+{
+	static const char *const store[][2] = {
+		{ "slab/t-racy/shrink", "1" },
+		{ "slab/t-racy/sheaf_capacity", "8" },
+		{ "slab/t-racy/sheaf_capacity", "32" },
+	};
+	unsigned int i = (unsigned int)(uintptr_t)arg;
+
+	while (!__atomic_load_n(&destroying, __ATOMIC_ACQUIRE)) {
+		slub_sysfs_write(store[i % 3][0], store[i % 3][1]);
+		i++;
+	}
+	return NULL;
+}
+
+static void destroy_rounds(void *arg)
+{
+	int *kept = arg;
+	void *p[200];
+
+	for (int round = 0; round < 1000 && !*kept; round++) {
+		struct kmem_cache *s = kmem_cache_create("t-racy", 96, 0, 0, NULL);
+
+		if (!s) {
+			*kept = round + 1;
+			break;
+		}
+		for (int i = 0; i < 200; i++)
+			p[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		for (int i = 0; i < 200; i++)
+			kmem_cache_free(s, p[i]);
+		kmem_cache_destroy(s);
+	}
+}
+
+static void test_destroy_beside_stores(void)
+{
+	pthread_t w[2];
+	char out[4096];
+	int kept = 0;
+
+	destroying = 0;
+	for (uintptr_t i = 0; i < 2; i++)
+		pthread_create(&w[i], NULL, cache_writer, (void *)i);
+	capture_stderr(destroy_rounds, &kept, out, sizeof(out));
+	__atomic_store_n(&destroying, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++)
+		pthread_join(w[i], NULL);
+	CHECK_EQ(kept, 0);
+	CHECK(!strstr(out, "Objects remaining"));
+	if (kept || *out)
+		fprintf(stderr, "round %d: %.300s\n", kept, out);
+}
+
 int main(void)
 {
 	test_cpus_init();
@@ -169,5 +233,6 @@ int main(void)
 	TEST(test_counter_format);
 	TEST(test_buddyinfo_format);
 	TEST(test_concurrent);
+	TEST(test_destroy_beside_stores);
 	return test_done();
 }
