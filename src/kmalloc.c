@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "init.h"
+#include "page_alloc.h"
 #include "report.h"
 #include "slub_internal.h"
 
@@ -105,21 +106,16 @@ int kmalloc_init(void)
 }
 
 /*
- * The block is marked kmalloc's own (the kernel's large_kmalloc page
- * type), so that kfree() takes back only what kmalloc() gave: not a
- * block of __get_free_pages(), not a slab or a chunk of the drop-in's
- * runs in the moment between the page allocator handing it out and its
- * owner marking it. A stale free() of a run at a chunk's start had freed
- * such a chunk as runs_grow() set it up: its pages went to two owners,
- * and the page allocator's free lists broke.
+ * The block is handed out marked kmalloc's own (the kernel's
+ * large_kmalloc page type), so that kfree() takes back only what kmalloc()
+ * gave: not a block of __get_free_pages(), a slab or a chunk of the
+ * drop-in's runs (PGTY_RUNS). A stale free() of a run at a chunk's start
+ * had freed such a chunk as runs_grow() set it up: its pages went to two
+ * owners, and the page allocator's free lists broke.
  */
 void *kmalloc_pages(unsigned int order, gfp_t gfp)
 {
-	void *p = __get_free_pages(gfp, order);
-
-	if (p)
-		set_page_state(virt_to_page(p), PGTY_LARGE_KMALLOC, order);
-	return p;
+	return alloc_pages_typed(gfp, order, PGTY_LARGE_KMALLOC);
 }
 
 static __noinline void *kmalloc_large(size_t size, gfp_t gfp)

@@ -11,7 +11,7 @@
  * blocks of 2^order pages coalesce only with their buddies.
  *
  * The data model. A chunk is an allocated block of the page allocator
- * whose head page has PG_runs. Its pages are cut into runs, each used or
+ * whose head page has the type PGTY_RUNS. Its pages are cut into runs, each used or
  * free, that tile the chunk. A run is described by the struct page of its
  * first page, and a free run also by that of its last:
  *
@@ -130,8 +130,7 @@ static inline unsigned long info_len(unsigned long info)
 
 static inline bool chunk_head(struct page *head)
 {
-	return page_state(head) == PAGE_STATE(PGTY_ALLOC, CHUNK_ORDER) &&
-	       (READ_ONCE(head->flags) & PG_runs);
+	return page_state(head) == PAGE_STATE(PGTY_RUNS, CHUNK_ORDER);
 }
 
 /*
@@ -405,13 +404,12 @@ static bool runs_grow(bool zero)
 
 	if (arena_low())
 		return false;
-	p = __get_free_pages(GFP_KERNEL | __GFP_NOWARN | (zero ? __GFP_ZERO : 0),
-			     CHUNK_ORDER);
+	p = alloc_pages_typed(GFP_KERNEL | __GFP_NOWARN | (zero ? __GFP_ZERO : 0),
+			      CHUNK_ORDER, PGTY_RUNS);
 	if (!p)
 		return false;
 	head = virt_to_page(p);
 	clear_closed_map(head);
-	WRITE_ONCE(head->flags, head->flags | PG_runs);
 	runs_usage.chunks++;
 	/* __GFP_ZERO cost nothing for a released block: it reads as zeroes. */
 	add_free_run(head, CHUNK_PAGES, zero ? RUN_ZERO : 0, coarse_clock_ms());
@@ -486,7 +484,7 @@ static void free_run_unlock(struct page *head, struct page *page, unsigned long 
 	 * free run that costs neither memory nor charge where it is closed.
 	 */
 	if (len == CHUNK_PAGES && runs_take_open(head, 0, CHUNK_PAGES)) {
-		WRITE_ONCE(head->flags, head->flags & ~PG_runs);
+		set_page_state(head, PGTY_ALLOC, CHUNK_ORDER);
 		runs_usage.chunks--;
 		slub_unlock(&runs_lock);
 		free_pages(page_address(head), CHUNK_ORDER);

@@ -17,6 +17,11 @@
  *   PGTY_LARGE_KMALLOC  head of a block kmalloc_large() handed out: the
  *                only allocated block kfree() takes back (the kernel's
  *                large_kmalloc page type)
+ *   PGTY_RUNS    head of a max-order chunk the drop-in cuts into runs
+ *                (malloc_runs.c): free_pages() refuses it, as a slab
+ * An owner's type is set as the page allocator hands the block out
+ * (alloc_pages_typed()), never after: a stale free_pages() finds no
+ * moment where the block is a plain allocated one.
  *   PGTY_NONE    not a head: inside some block, or above zone->frontier
  * The order of a head is kept beside its type in the same word, so that
  * free_pages() can check and claim a block with one compare-and-swap: two
@@ -58,6 +63,7 @@ enum page_type {
 	PGTY_FREEING,
 	PGTY_SLAB,	/* head of a block the slab layer owns (slab.h) */
 	PGTY_LARGE_KMALLOC,
+	PGTY_RUNS,	/* head of a chunk of the drop-in's runs */
 	NR_PAGE_TYPES
 };
 
@@ -67,8 +73,6 @@ enum page_type {
 
 /* page->flags, changed only by the block's owner or under zone->lock. */
 #define PG_released	0x1u	/* not backed by memory: reads as zeroes */
-/* An allocated max-order block the drop-in cuts into runs (malloc_runs.c). */
-#define PG_runs		0x2u
 
 struct page {
 	uint32_t state;			/* PAGE_STATE(type, order), atomic */

@@ -728,6 +728,7 @@ static const char *const page_type_name[] = {
 	[PGTY_NONE] = "none", [PGTY_BUDDY] = "buddy", [PGTY_PCP] = "pcp",
 	[PGTY_ALLOC] = "allocated", [PGTY_FREEING] = "freeing",
 	[PGTY_SLAB] = "slab", [PGTY_LARGE_KMALLOC] = "large kmalloc",
+	[PGTY_RUNS] = "malloc runs",
 };
 
 static __cold void bad_page(const void *addr, unsigned int order,
@@ -808,6 +809,10 @@ static struct page *free_pages_check(const void *addr, unsigned int order,
 	case PGTY_LARGE_KMALLOC:
 		bad_page(addr, order, "the block is kmalloc's: kfree() it", caller);
 		break;
+	case PGTY_RUNS:
+		bad_page(addr, order, "the block is malloc's runs: free() its blocks",
+			 caller);
+		break;
 	case PGTY_BUDDY:
 	case PGTY_PCP:
 	case PGTY_FREEING:
@@ -833,6 +838,11 @@ static __cold void warn_alloc(gfp_t gfp, unsigned int order)
 }
 
 void *__get_free_pages(gfp_t gfp, unsigned int order)
+{
+	return alloc_pages_typed(gfp, order, PGTY_ALLOC);
+}
+
+void *alloc_pages_typed(gfp_t gfp, unsigned int order, enum page_type type)
 {
 	struct page *page;
 	bool zeroed;
@@ -864,7 +874,7 @@ void *__get_free_pages(gfp_t gfp, unsigned int order)
 	}
 	zeroed = page->flags & PG_released;
 	page->flags = 0;
-	set_page_state(page, PGTY_ALLOC, order);
+	set_page_state(page, type, order);
 	if ((gfp & __GFP_ZERO) && !zeroed)
 		memset(page_address(page), 0, PAGE_SIZE << order);
 	return page_address(page);

@@ -48,6 +48,13 @@ static inline bool zone_recommit(unsigned long pfn, unsigned int order)
 	return likely(!zone.decommitted_pages) || __zone_recommit(pfn, order);
 }
 
+/*
+ * __get_free_pages() for an owner that marks its blocks (kmalloc's large
+ * blocks, the drop-in's chunks): handed out as type, not PGTY_ALLOC. The
+ * owner sets PGTY_ALLOC again before its free_pages().
+ */
+void *alloc_pages_typed(gfp_t gfp, unsigned int order, enum page_type type);
+
 /* Parse "64G", "512M", "4096k", "8388608"; 0 if malformed. */
 unsigned long parse_size(const char *s);
 

@@ -583,7 +583,8 @@ static void check_block_pages(struct vstate *v, unsigned long pfn,
 			verr(v, "page allocator: pfn %#lx, page %lu of a %s block, "
 			     "has state %#x, tail tag %lu, map id %u", pfn, i,
 			     t == PGTY_ALLOC ? "large" :
-			     t == PGTY_LARGE_KMALLOC ? "large kmalloc" : t == PGTY_PCP ? "pcp" :
+			     t == PGTY_LARGE_KMALLOC ? "large kmalloc" :
+			     t == PGTY_RUNS ? "malloc runs" : t == PGTY_PCP ? "pcp" :
 			     "buddy", page_state(page),
 			     READ_ONCE(page->slab_private[0]) & PAGE_TAIL_TAG,
 			     slab_map_at(pfn + i));
@@ -622,6 +623,7 @@ static void walk_pages(struct vstate *v)
 			break;
 		case PGTY_ALLOC:
 		case PGTY_LARGE_KMALLOC:
+		case PGTY_RUNS:
 			v->pg_large += nr;
 			break;
 		case PGTY_BUDDY:

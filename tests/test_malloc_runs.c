@@ -684,6 +684,51 @@ static void check_child(void (*fn)(void *))
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+static void free_pages_chunk(void *chunk)
+{
+	free_pages(chunk, MAX_PAGE_ORDER);
+}
+
+/*
+ * free_pages() of a chunk of runs: a program's second free_pages() of a
+ * block the runs took after its first. The chunk had been a plain
+ * allocated block to the page allocator, which freed it and handed it out
+ * again under the live runs (a review's program: the new owner's writes
+ * in a run's contents; with decommit on, a fault in a closed free run).
+ * It is reported, and the runs keep their chunk.
+ */
+static void chunk_free_pages_child(void *arg)
+{
+	const size_t chunk_bytes = PAGE << MAX_PAGE_ORDER;
+	unsigned char *a = malloc(hide_size(200 * KiB)), *chunk, *r;
+	char out[2048];
+
+	(void)arg;
+	if (!a)
+		_exit(3);
+	fill(a, 200 * KiB, 7);
+	/* The arena is aligned to its largest block: the chunk's start. */
+	chunk = (unsigned char *)((uintptr_t)a & ~(uintptr_t)(chunk_bytes - 1));
+	capture_stderr(free_pages_chunk, chunk, out, sizeof(out));
+	if (!strstr(out, "the block is malloc's runs"))
+		_exit(2);
+	r = __get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER);
+	if (r == chunk)
+		_exit(4);
+	if (r)
+		memset(r, 0x52, chunk_bytes);
+	if (check_fill(a, 200 * KiB, 7) != 200 * KiB)
+		_exit(5);
+	free(a);
+	free_pages(r, MAX_PAGE_ORDER);
+	_exit(runs_check() || slub_validate(0, NULL, 0) ? 6 : 0);
+}
+
+static void test_free_pages_of_chunk(void)
+{
+	check_child(chunk_free_pages_child);
+}
+
 static void test_stale_realloc(void)
 {
 	check_child(stale_reallocs_child);
@@ -710,6 +755,7 @@ int main(void)
 	TEST(test_fork);
 	TEST(test_stale_free_beside_growth);
 	TEST(test_stale_realloc);
+	TEST(test_free_pages_of_chunk);
 	CHECK_EQ(page_alloc_check(), 0);
 	return test_done();
 }
