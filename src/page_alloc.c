@@ -778,9 +778,12 @@ static struct page *free_pages_check(const void *addr, unsigned int order,
 	struct page *page;
 	uint32_t s;
 
-	if (order > MAX_PAGE_ORDER || (const char *)addr < zone.arena ||
-	    off >= zone.nr_pages << PAGE_SHIFT) {
+	if ((const char *)addr < zone.arena || off >= zone.nr_pages << PAGE_SHIFT) {
 		bad_page(addr, order, "outside the arena", caller);
+		return NULL;
+	}
+	if (order > MAX_PAGE_ORDER) {
+		bad_page(addr, order, "order above MAX_PAGE_ORDER", caller);
 		return NULL;
 	}
 	if (off >= arena_used_bytes()) {

@@ -150,6 +150,9 @@ static void test_bad_frees(void)
 	expect_report(p2 + PAGE, 0, "not the start of an allocated block");
 	expect_report(p2, 1, "freed with the wrong order");
 	expect_report(p2, 3, "freed with the wrong order");
+	/* Inside the arena, whatever the order says. */
+	expect_report(p2, MAX_PAGE_ORDER + 1, "order above MAX_PAGE_ORDER");
+	expect_report(p2, ~0U, "order above MAX_PAGE_ORDER");
 	expect_report(f, 0, "page already free");	/* on a pcp list */
 	/* Above the frontier nothing may be read: not even its struct page. */
 	expect_report(zone.arena + ((zone.nr_pages - 1) << PAGE_SHIFT), 0,
