@@ -99,21 +99,35 @@ static void keep_spare(struct kmem_cache *s, struct slab_sheaf *sheaf)
 		free_sheaf(sheaf);
 }
 
-/* Every CPU's spare back to sheaf_cache (barn_shrink()). */
-static void free_spares(struct kmem_cache *s)
+/*
+ * Every CPU's spare back to sheaf_cache (barn_shrink()). Each is taken
+ * under the barn's lock, which the consistency check holds while it
+ * reads the spares: a spare it sees is not being freed meanwhile (it had
+ * found one both a spare and free in its slab, helper-42). Freed outside
+ * the lock, a batch at a time.
+ */
+static void free_spares(struct kmem_cache *s, struct node_barn *barn)
 {
-	unsigned int cpu;
+	struct slab_sheaf *batch[64];
+	unsigned int cpu = 0;
 
-	for_each_possible_cpu(cpu) {
-		struct slab_sheaf **spare = &pcs_ptr(s, cpu)->spare;
-		struct slab_sheaf *sheaf;
+	while (cpu < nr_cpu_ids) {
+		unsigned int n = 0;
 
-		/* Looked at first: an unused CPU's area stays unwritten. */
-		if (!__atomic_load_n(spare, __ATOMIC_RELAXED))
-			continue;
-		sheaf = __atomic_exchange_n(spare, NULL, __ATOMIC_ACQUIRE);
-		if (sheaf)
-			free_sheaf(sheaf);
+		slub_lock(&barn->lock);
+		for (; cpu < nr_cpu_ids && n < ARRAY_SIZE(batch); cpu++) {
+			struct slab_sheaf **spare = &pcs_ptr(s, cpu)->spare;
+
+			/* Looked at first: an unused CPU's area stays unwritten. */
+			if (!__atomic_load_n(spare, __ATOMIC_RELAXED))
+				continue;
+			batch[n] = __atomic_exchange_n(spare, NULL, __ATOMIC_ACQUIRE);
+			if (batch[n])
+				n++;
+		}
+		slub_unlock(&barn->lock);
+		while (n)
+			free_sheaf(batch[--n]);
 	}
 }
 
@@ -744,10 +758,11 @@ void barn_shrink(struct kmem_cache *s)
 	WRITE_ONCE(barn->nr_empty, 0);
 	barn->nr_full_low = 0;
 	slub_unlock(&barn->lock);
+	race_window();
 	free_full_sheaves(s, full, nr_full);
 	for (unsigned int i = 0; i < nr_empty; i++)
 		free_sheaf(empty[i]);
-	free_spares(s);
+	free_spares(s, barn);
 }
 
 /*
