@@ -480,6 +480,74 @@ static void test_exhaust_mixed(void)
 	check_all_merged();
 }
 
+/*
+ * Order 0 from 16 threads moved between CPUs, until the first failure
+ * stops them all; nothing is freed meanwhile, so a page still free once
+ * they stopped was free when the allocation failed. With pcp_batch=63 a
+ * drain and one more try had failed while another CPU's refill took the
+ * pages back (helper-43: 11-21 rounds in 1,000).
+ */
+#define RACERS		16
+
+static void *racer_pages[RACERS][ARENA_PAGES];
+static unsigned long racer_nr[RACERS];
+static int racers_failed, racer_bad_errno;
+static pthread_barrier_t racers_go;
+
+static void *racer_fn(void *arg)
+{
+	long id = (long)arg;
+
+	pthread_barrier_wait(&racers_go);
+	for (unsigned long i = 0; i < ARENA_PAGES &&
+	     !__atomic_load_n(&racers_failed, __ATOMIC_RELAXED); i++) {
+		void *p;
+
+		if (i % 3 == 0)
+			migrate_to((int)((id + (long)i) % 2));
+		errno = 0;
+		p = __get_free_pages(NOWARN, 0);
+		if (!p) {
+			if (errno != ENOMEM)
+				__atomic_store_n(&racer_bad_errno, errno, __ATOMIC_RELAXED);
+			__atomic_store_n(&racers_failed, 1, __ATOMIC_RELAXED);
+			break;
+		}
+		racer_pages[id][racer_nr[id]++] = p;
+	}
+	return NULL;
+}
+
+static void test_exhaust_racing(void)
+{
+	pthread_t t[RACERS];
+	int spurious = 0, rounds;
+	double end = mono_ms() + 3000;
+
+	CHECK_EQ(sysfs_set("page_alloc/pcp_batch", "63"), 0);
+	for (rounds = 0; rounds < 400 && (rounds < 20 || mono_ms() < end); rounds++) {
+		racers_failed = 0;
+		pthread_barrier_init(&racers_go, NULL, RACERS);
+		for (long i = 0; i < RACERS; i++) {
+			racer_nr[i] = 0;
+			CHECK_EQ(pthread_create(&t[i], NULL, racer_fn, (void *)i), 0);
+		}
+		for (int i = 0; i < RACERS; i++)
+			pthread_join(t[i], NULL);
+		pthread_barrier_destroy(&racers_go);
+		if (racers_failed && zoneinfo("pages_free") + zoneinfo("pages_pcp") > 0)
+			spurious++;
+		for (int i = 0; i < RACERS; i++)
+			for (unsigned long j = 0; j < racer_nr[i]; j++)
+				free_pages(racer_pages[i][j], 0);
+	}
+	fprintf(stderr, "%d rounds, %d failed with pages free\n", rounds, spurious);
+	CHECK_EQ(spurious, 0);
+	CHECK_EQ(racer_bad_errno, 0);
+	CHECK_EQ(sysfs_set("page_alloc/pcp_batch", "1"), 0);
+	check_all_merged();
+}
+
 int main(int argc, char **argv)
 {
 	/* The child of test_arena_env: a page, then the arena's size. */
@@ -500,5 +568,6 @@ int main(int argc, char **argv)
 	TEST(test_arena_size);
 	TEST(test_exhaust_order0);
 	TEST(test_exhaust_mixed);
+	TEST(test_exhaust_racing);
 	return test_done();
 }
