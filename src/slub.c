@@ -591,10 +591,12 @@ static struct slab *get_partial_node(struct kmem_cache *s,
 /*
  * With c's lock held and its fast paths stopped, c is ours alone.
  * Returns an object, or NULL when no slab can be had (or, without grow,
- * when one would have to be allocated).
+ * when one would have to be allocated). retry: the caller made a slab
+ * meanwhile (grow_unlocked()), and this is the same slow path again.
  */
 static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp,
-			   struct kmem_cache_cpu *c, unsigned int cpu, bool grow)
+			   struct kmem_cache_cpu *c, unsigned int cpu, bool grow,
+			   bool retry)
 {
 	struct slab *slab = c->slab;
 	bool had_slab = slab != NULL, thrashing;
@@ -616,7 +618,9 @@ static void *___slab_alloc(struct kmem_cache *s, gfp_t gfp,
 	}
 
 	/* new_slab: */
-	thrashing = thrash_account(s, c, cpu, had_slab);
+	/* A retry after grow_unlocked() is the same slow path: counted once. */
+	thrashing = retry ? READ_ONCE(c->slowpath_allocs) > SLAB_THRASHING_THRESHOLD :
+			    thrash_account(s, c, cpu, had_slab);
 	while ((slab = c->partial)) {
 		WRITE_ONCE(c->partial, slab->next);
 		freelist = get_freelist(s, slab);
@@ -664,9 +668,33 @@ load_freelist:
 	return freelist;
 }
 
+/*
+ * A new slab for a cache with a constructor, made with no CPU stopped, as
+ * the kernel calls new_slab() outside its local lock: the constructor is
+ * the program's code. Run with this CPU stopped, one that allocated from
+ * its own cache, or took a lock whose holder read the cache's files (a
+ * read stops the CPU), waited for ever (helper-42). The slab goes on the
+ * node's partial list, where the caller's retry, or another CPU, finds it.
+ */
+static bool grow_unlocked(struct kmem_cache *s, gfp_t gfp)
+{
+	struct kmem_cache_node *n = get_node(s, 0);
+	struct slab *slab = allocate_slab(s, gfp, 0);
+
+	if (!slab)
+		return false;
+	inc_slabs_node(n, slab->objects);
+	stat(s, ALLOC_SLAB);
+	list_lock(s, n);
+	add_partial(n, slab, DEACTIVATE_TO_HEAD);
+	list_unlock(n);
+	return true;
+}
+
 /* grow: a new slab if the CPU's and the node's have no free object. */
 void *__slab_alloc(struct kmem_cache *s, gfp_t gfp, bool grow)
 {
+	bool ctor = s->ctor != NULL, retry = false;
 	unsigned int cpu;
 	void *object;
 
@@ -676,17 +704,21 @@ void *__slab_alloc(struct kmem_cache *s, gfp_t gfp, bool grow)
 	stat(s, ALLOC_SLOWPATH);
 	validate_tick();
 	background_tick();
-	for (;;) {
-		cpu = raw_smp_processor_id();
-		percpu_lock(s->cpu_slab, cpu);
-		if (percpu_stop_local(s->cpu_slab, cpu))
-			break;
-		/* Migrated between reading the CPU and locking it. */
-		percpu_unlock(s->cpu_slab, cpu);
-		stat(s, CMPXCHG_DOUBLE_CPU_FAIL);
-	}
-	object = ___slab_alloc(s, gfp, cpu_slab(s, cpu), cpu, grow);
-	percpu_resume(s->cpu_slab, cpu);
+	do {
+		for (;;) {
+			cpu = raw_smp_processor_id();
+			percpu_lock(s->cpu_slab, cpu);
+			if (percpu_stop_local(s->cpu_slab, cpu))
+				break;
+			/* Migrated between reading the CPU and locking it. */
+			percpu_unlock(s->cpu_slab, cpu);
+			stat(s, CMPXCHG_DOUBLE_CPU_FAIL);
+		}
+		object = ___slab_alloc(s, gfp, cpu_slab(s, cpu), cpu, grow && !ctor,
+				       retry);
+		percpu_resume(s->cpu_slab, cpu);
+		retry = true;
+	} while (unlikely(!object) && grow && ctor && grow_unlocked(s, gfp));
 	if (unlikely(!object) && grow) {
 		errno = ENOMEM;
 		return NULL;

@@ -231,6 +231,76 @@ static void check_aligned(struct kmem_cache *s, unsigned int align, int n)
 		kmem_cache_free(s, p[i]);
 }
 
+/*
+ * A constructor is the program's code, and runs without a CPU stopped
+ * (the kernel calls new_slab() outside its local lock): one that
+ * allocates from its own cache returns, and one that takes the program's
+ * mutex while the mutex's holder reads the cache's files (a read stops
+ * every CPU) does not wait for ever. Both had hung on a cache without
+ * sheaves, whose slow path made the slab with its CPU stopped. In a child,
+ * with an alarm; exit 0 when both returned.
+ */
+static struct kmem_cache *ctor_lock_cache;
+static pthread_mutex_t ctor_mutex = PTHREAD_MUTEX_INITIALIZER;
+static int ctor_in, ctor_nested;
+static __thread int ctor_depth;
+
+static void ctor_allocates(void *p)
+{
+	memset(p, 0, 64);
+	if (ctor_nested && !ctor_depth) {
+		ctor_depth++;
+		kmem_cache_free(ctor_lock_cache, kmem_cache_alloc(ctor_lock_cache, GFP_KERNEL));
+		ctor_depth--;
+	} else if (!ctor_nested && !__atomic_exchange_n(&ctor_in, 1, __ATOMIC_ACQ_REL)) {
+		pthread_mutex_lock(&ctor_mutex);
+		pthread_mutex_unlock(&ctor_mutex);
+	}
+}
+
+static void *ctor_alloc_fn(void *arg)
+{
+	(void)arg;
+	kmem_cache_free(ctor_lock_cache, kmem_cache_alloc(ctor_lock_cache, GFP_KERNEL));
+	return NULL;
+}
+
+static void ctor_lock_child(void *arg)
+{
+	char buf[64];
+	pthread_t t;
+
+	(void)arg;
+	alarm(20);
+	ctor_lock_cache = kmem_cache_create("t-ctor-lock", 64, 0, 0, ctor_allocates);
+	if (!ctor_lock_cache || slab_set("t-ctor-lock", "sheaf_capacity", "0"))
+		_exit(3);
+	ctor_nested = 1;
+	ctor_alloc_fn(NULL);
+	ctor_nested = 0;
+	kmem_cache_shrink(ctor_lock_cache);	/* the next allocation makes a slab */
+	pthread_mutex_lock(&ctor_mutex);
+	if (pthread_create(&t, NULL, ctor_alloc_fn, NULL))
+		_exit(3);
+	while (!__atomic_load_n(&ctor_in, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	usleep(20000);				/* in the constructor, at the mutex */
+	if (slub_sysfs_read("slab/t-ctor-lock/objects", buf, sizeof(buf)) <= 0)
+		_exit(4);
+	pthread_mutex_unlock(&ctor_mutex);
+	pthread_join(t, NULL);
+	kmem_cache_destroy(ctor_lock_cache);
+	_exit(slub_validate(0, NULL, 0) ? 5 : 0);
+}
+
+static void test_ctor_unlocked(void)
+{
+	int status = run_in_child(ctor_lock_child, NULL);
+
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+}
+
 static void test_alignment(void)
 {
 	static const struct {
@@ -1320,6 +1390,7 @@ int main(int argc, char **argv)
 	TEST(test_create_duplicate);
 	TEST(test_create_panic);
 	TEST(test_ctor);
+	TEST(test_ctor_unlocked);
 	TEST(test_alignment);
 	TEST(test_distinct_writable);
 	TEST(test_gfp_zero);
