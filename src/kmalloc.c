@@ -357,6 +357,8 @@ void *krealloc(const void *p, size_t new_size, gfp_t gfp)
 	if (!n)
 		return NULL;
 	copy = slab ? get_orig_size(s, (void *)p) : ks;
+	if (copy > ks)
+		copy = ks;
 	memcpy(n, p, copy);
 	kfree(p);
 	return n;

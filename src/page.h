@@ -19,6 +19,9 @@
  *                large_kmalloc page type)
  *   PGTY_RUNS    head of a max-order chunk the drop-in cuts into runs
  *                (malloc_runs.c): free_pages() refuses it, as a slab
+ *   PGTY_DEPOT   head of a pool of slub_debug's stack depot, never freed:
+ *                a record pointer read back from an object's track is
+ *                trusted only inside one (stackdepot.c)
  * An owner's type is set as the page allocator hands the block out
  * (alloc_pages_typed()), never after: a stale free_pages() finds no
  * moment where the block is a plain allocated one.
@@ -64,6 +67,7 @@ enum page_type {
 	PGTY_SLAB,	/* head of a block the slab layer owns (slab.h) */
 	PGTY_LARGE_KMALLOC,
 	PGTY_RUNS,	/* head of a chunk of the drop-in's runs */
+	PGTY_DEPOT,	/* head of a stack depot pool */
 	NR_PAGE_TYPES
 };
 

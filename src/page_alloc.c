@@ -769,7 +769,7 @@ static const char *const page_type_name[] = {
 	[PGTY_NONE] = "none", [PGTY_BUDDY] = "buddy", [PGTY_PCP] = "pcp",
 	[PGTY_ALLOC] = "allocated", [PGTY_FREEING] = "freeing",
 	[PGTY_SLAB] = "slab", [PGTY_LARGE_KMALLOC] = "large kmalloc",
-	[PGTY_RUNS] = "malloc runs",
+	[PGTY_RUNS] = "malloc runs", [PGTY_DEPOT] = "stack depot",
 };
 
 static __cold void bad_page(const void *addr, unsigned int order,
@@ -856,6 +856,9 @@ static struct page *free_pages_check(const void *addr, unsigned int order,
 	case PGTY_RUNS:
 		bad_page(addr, order, "the block is malloc's runs: free() its blocks",
 			 caller);
+		break;
+	case PGTY_DEPOT:
+		bad_page(addr, order, "the block is slub_debug's stack depot", caller);
 		break;
 	case PGTY_BUDDY:
 	case PGTY_PCP:

@@ -317,6 +317,8 @@ static void slab_pad_check(struct kmem_cache *s, struct slab *slab)
 }
 
 /* Check one object: val says whether it should be free or allocated. */
+static unsigned int *orig_size_ptr(struct kmem_cache *s, void *object);
+
 static int check_object(struct kmem_cache *s, struct slab *slab, void *object,
 			u8 val)
 {
@@ -334,6 +336,14 @@ static int check_object(struct kmem_cache *s, struct slab *slab, void *object,
 			ret = 0;
 		if (slub_debug_orig_size(s) && val == SLUB_RED_ACTIVE) {
 			unsigned int orig_size = get_orig_size(s, object);
+
+			if (*orig_size_ptr(s, object) > s->object_size) {
+				slab_err(s, slab, "Object %p: its request size %u is "
+					 "above the object size %u (overwritten)",
+					 object, *orig_size_ptr(s, object),
+					 s->object_size);
+				ret = 0;
+			}
 
 			if (s->object_size > orig_size &&
 			    !check_bytes_and_report(s, slab, p, "kmalloc Redzone",
@@ -479,11 +489,19 @@ static void set_orig_size(struct kmem_cache *s, void *object,
 		*orig_size_ptr(s, object) = orig_size;
 }
 
+/*
+ * The request size, at most the object's: the program's overrun may have
+ * written the record (check_object() reports it), and a size past the
+ * object had krealloc() copy gigabytes (helper-44).
+ */
 unsigned int get_orig_size(struct kmem_cache *s, void *object)
 {
+	unsigned int orig;
+
 	if (!slub_debug_orig_size(s))
 		return s->object_size;
-	return *orig_size_ptr(s, object);
+	orig = *orig_size_ptr(s, object);
+	return orig <= s->object_size ? orig : s->object_size;
 }
 
 void skip_orig_size_check(struct kmem_cache *s, const void *object)
@@ -614,9 +632,25 @@ static void *alloc_from_partial(struct kmem_cache *s, struct kmem_cache_node *n,
 				struct slab *slab, unsigned int orig_size,
 				const struct track *t)
 {
-	void *object = slab->freelist;
+	void *object = slab->freelist, *next = get_freepointer(s, object);
 
-	slab->freelist = get_freepointer(s, object);
+	/*
+	 * Without F (Z or U alone) nothing checks the free pointer, which
+	 * sits in the object and a write after free changes: the next pop
+	 * followed it and faulted (helper-44). Isolated, as a failed check.
+	 */
+	if (unlikely(!(s->flags & SLAB_CONSISTENCY_CHECKS) &&
+		     !check_valid_pointer(s, slab, next))) {
+		slab_err(s, slab, "Freepointer corrupt: object %p points to %p",
+			 object, next);
+		slab_fix(s, "Marking all objects used");
+		slab->inuse = slab->objects;
+		slab->freelist = NULL;
+		slab->frozen = 1;
+		remove_partial(n, slab);
+		return NULL;
+	}
+	slab->freelist = next;
 	slab->inuse++;
 	if (!alloc_debug_processing(s, slab, object, orig_size, t)) {
 		remove_partial(n, slab);
@@ -651,13 +685,15 @@ static void *alloc_from_new_slab(struct kmem_cache *s, struct slab *slab,
 	return ok ? object : NULL;
 }
 
-/* The bytes __GFP_ZERO clears: only the request, the rest is red zone. */
+/*
+ * The bytes __GFP_ZERO clears: only the request where the request size is
+ * kept (U), the rest is red zone. Without U nothing remembers where a
+ * request ended, and a krealloc() that grew in place zeroed nothing of
+ * what it grew by (Z alone: the last user's bytes, helper-44).
+ */
 static unsigned int zero_size(struct kmem_cache *s, unsigned int orig_size)
 {
-	if ((s->flags & (SLAB_STORE_USER | SLAB_RED_ZONE)) &&
-	    (s->flags & SLAB_KMALLOC))
-		return orig_size;
-	return s->object_size;
+	return slub_debug_orig_size(s) ? orig_size : s->object_size;
 }
 
 void *slab_alloc_debug(struct kmem_cache *s, gfp_t gfp, unsigned int orig_size,

@@ -18,6 +18,7 @@
 #include <slub.h>
 
 #include "lock.h"
+#include "page_alloc.h"
 #include "percpu.h"
 #include "report.h"
 #include "stackdepot.h"
@@ -73,7 +74,8 @@ static struct depot_stack *depot_alloc(unsigned int nr)
 	struct depot_stack *rec;
 
 	if (pool_left < size) {
-		pool = __get_free_pages(GFP_KERNEL | __GFP_NOWARN, DEPOT_POOL_ORDER);
+		pool = alloc_pages_typed(GFP_KERNEL | __GFP_NOWARN, DEPOT_POOL_ORDER,
+					 PGTY_DEPOT);
 		pool_left = pool ? SLUB_PAGE_SIZE << DEPOT_POOL_ORDER : 0;
 		if (!pool)
 			return NULL;
@@ -113,10 +115,37 @@ const struct depot_stack *stack_depot_save(const unsigned long *entries,
 	return rec;
 }
 
+/*
+ * Is stack a record of the depot? It was read back from an object's track,
+ * which the program's overrun may have written: a record lies whole in a
+ * pool (a block of the depot's own page type, never freed), holds at most
+ * TRACK_ADDRS_COUNT entries and hashes to its hash. The pointer was
+ * followed unchecked, and a report of the overrun faulted printing it
+ * (helper-44); the kernel's stack_depot_fetch() checks its handle too.
+ */
+static bool depot_record(const struct depot_stack *stack)
+{
+	uintptr_t off = (uintptr_t)((const char *)stack - zone.arena);
+	uintptr_t in_pool = off & ((PAGE_SIZE << DEPOT_POOL_ORDER) - 1);
+	const struct page *head;
+
+	if ((const char *)stack < zone.arena || off >= arena_used_bytes() ||
+	    off % sizeof(unsigned long) ||
+	    in_pool + sizeof(*stack) > PAGE_SIZE << DEPOT_POOL_ORDER)
+		return false;
+	head = virt_to_page((const char *)stack - in_pool);
+	if (page_state(head) != PAGE_STATE(PGTY_DEPOT, DEPOT_POOL_ORDER) ||
+	    stack->nr > TRACK_ADDRS_COUNT ||
+	    in_pool + sizeof(*stack) + stack->nr * sizeof(unsigned long) >
+	    PAGE_SIZE << DEPOT_POOL_ORDER)
+		return false;
+	return hash_stack(stack->entries, stack->nr) == stack->hash;
+}
+
 unsigned int stack_depot_fetch(const struct depot_stack *stack,
 			       const unsigned long **entries)
 {
-	if (!stack) {
+	if (!stack || !depot_record(stack)) {
 		*entries = NULL;
 		return 0;
 	}

@@ -584,7 +584,8 @@ static void check_block_pages(struct vstate *v, unsigned long pfn,
 			     "has state %#x, tail tag %lu, map id %u", pfn, i,
 			     t == PGTY_ALLOC ? "large" :
 			     t == PGTY_LARGE_KMALLOC ? "large kmalloc" :
-			     t == PGTY_RUNS ? "malloc runs" : t == PGTY_PCP ? "pcp" :
+			     t == PGTY_RUNS ? "malloc runs" : t == PGTY_DEPOT ? "stack depot" :
+			     t == PGTY_PCP ? "pcp" :
 			     "buddy", page_state(page),
 			     READ_ONCE(page->slab_private[0]) & PAGE_TAIL_TAG,
 			     slab_map_at(pfn + i));
@@ -624,6 +625,7 @@ static void walk_pages(struct vstate *v)
 		case PGTY_ALLOC:
 		case PGTY_LARGE_KMALLOC:
 		case PGTY_RUNS:
+		case PGTY_DEPOT:
 			v->pg_large += nr;
 			break;
 		case PGTY_BUDDY:

@@ -488,6 +488,94 @@ static void test_use_after_free(void)
 	CHECK(strstr(out, "Objects remaining"));
 }
 
+static void do_alloc_twice(void *arg)
+{
+	struct free_arg *a = arg;
+
+	a->p = kmem_cache_alloc(a->s, GFP_KERNEL);
+	if (a->p)
+		a->p = kmem_cache_alloc(a->s, GFP_KERNEL);
+}
+
+/*
+ * Z alone: the free pointer sits in the object, and without F nothing
+ * checked it. A write after free made the second allocation after it
+ * follow the program's bytes, and fault (a review's program). It is
+ * reported and the slab isolated, as a failed F check.
+ */
+static void test_use_after_free_no_checks(void)
+{
+	struct kmem_cache *s = test_cache("TestSlub_uaf_z", 64, SLAB_RED_ZONE);
+	unsigned char *p = kmem_cache_alloc(s, GFP_KERNEL);
+	struct free_arg a = { s, NULL };
+
+	kmem_cache_free(s, p);
+	memset(p, 0x41, 64);
+	capture_stderr(do_alloc_twice, &a, out, sizeof(out));
+	CHECK(a.p != NULL);
+	CHECK(strstr(out, "BUG TestSlub_uaf_z (Not tainted): Freepointer corrupt"));
+	kmem_cache_free(s, a.p);
+}
+
+/*
+ * An overrun that reaches the object's own records: the allocation
+ * track's stack pointer and the request size became the program's bytes.
+ * A report printed the stack from that pointer and faulted; krealloc()
+ * copied the "request" of 0x41414141 bytes. The pointer is checked
+ * against the depot's pools, and the size bounded by the object's.
+ */
+static void do_krealloc_200(void *arg)
+{
+	struct free_arg *a = arg;
+
+	a->p = krealloc(a->p, 200, GFP_KERNEL);
+}
+
+static void test_overrun_into_track(void)
+{
+	struct kmem_cache *s = test_cache("TestSlub_track", 64, SLAB_KMALLOC |
+				SLAB_STORE_USER | SLAB_RED_ZONE | SLAB_CONSISTENCY_CHECKS);
+	unsigned char *p = __kmalloc_cache(s, GFP_KERNEL, 64);
+	struct free_arg a = { s, p };
+	bool kept = true;
+
+	/* The rest of the object's slot: red zone, free pointer, tracks. */
+	memset(p, 0x41, s->size - s->red_left_pad);
+	capture_stderr(do_krealloc_200, &a, out, sizeof(out));
+	CHECK(strstr(out, "BUG TestSlub_track (Not tainted)"));
+	CHECK(strstr(out, "is above the object size 64"));
+	CHECK(a.p != NULL);
+	for (int i = 0; a.p && i < 64; i++)
+		kept &= ((unsigned char *)a.p)[i] == 0x41;
+	CHECK(kept);
+	kfree(a.p);
+}
+
+/*
+ * Z without U: no request size is kept, so __GFP_ZERO must clear the
+ * whole object. It cleared only the request, and a krealloc() that grew
+ * in place handed back the last user's bytes (a review's program: 25).
+ */
+static void test_zeroing_without_user(void)
+{
+	struct kmem_cache *s = test_cache("TestSlub_zero_z", 64,
+					  SLAB_KMALLOC | SLAB_RED_ZONE);
+	unsigned char *x = __kmalloc_cache(s, GFP_KERNEL, 64), *p;
+	int bad = 0;
+
+	memset(x, 0xee, 64);
+	kfree(x);
+	p = __kmalloc_cache(s, GFP_KERNEL | __GFP_ZERO, 33);
+	p = krealloc(p, 60, GFP_KERNEL | __GFP_ZERO);
+	CHECK(p != NULL);
+	for (int i = 0; p && i < 60; i++)
+		bad += p[i] != 0;
+	CHECK_EQ(bad, 0);
+	kfree(p);
+	CHECK_EQ(errors(s), 0);
+	kmem_cache_destroy(s);
+}
+
 /* The padding at the end of a slab (SLAB_POISON). */
 static void test_slab_padding(void)
 {
@@ -727,6 +815,9 @@ int main(void)
 	TEST(test_layout_ctor);
 	TEST(test_bad_frees);
 	TEST(test_use_after_free);
+	TEST(test_use_after_free_no_checks);
+	TEST(test_overrun_into_track);
+	TEST(test_zeroing_without_user);
 	TEST(test_slab_padding);
 	TEST(test_validate);
 	TEST(test_alloc_calls);
