@@ -327,6 +327,14 @@ static __noinline void *new_slow(enum cxx_op op, size_t size, size_t align,
 			p = slub_aligned(align, size ? size : 1, caller);
 		if (likely(p))
 			return p;
+		/*
+		 * libstdc++'s aligned new rounds the size up to the alignment,
+		 * and near SIZE_MAX the sum wraps: it asked aligned_alloc() for
+		 * 0 bytes and returned a block for new(SIZE_MAX, align_val_t(64))
+		 * (a review; without the drop-in too). Failed here instead.
+		 */
+		if (op >= NEW_ALIGNED && align && size > SIZE_MAX - (align - 1))
+			return new_default(op, size, align, caller);
 	}
 
 	fn = libstdcxx_operator(op);

@@ -251,6 +251,25 @@ static void test_bad_alloc()
 	CHECK(q == nullptr);
 	line *l = new (std::nothrow) line[huge / sizeof(line) / 2];
 	CHECK(l == nullptr);
+
+	/*
+	 * Aligned, at sizes where rounding up to the alignment wraps:
+	 * libstdc++'s operator asked aligned_alloc() for 0 bytes and returned
+	 * a block (a review's program; so does glibc's malloc under it).
+	 */
+	for (std::size_t sz : { SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 62 }) {
+		volatile std::size_t n = sz;
+
+		threw = false;
+		try {
+			void *a = ::operator new(n, std::align_val_t(64));
+			::operator delete(a, std::align_val_t(64));
+		} catch (const std::bad_alloc &) {
+			threw = true;
+		}
+		CHECK(threw);
+		CHECK(::operator new[](n, std::align_val_t(64), std::nothrow) == nullptr);
+	}
 }
 
 /* fail/object fails the next `times` small allocations (-1: every one). */
