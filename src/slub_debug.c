@@ -598,6 +598,19 @@ static int alloc_consistency_checks(struct kmem_cache *s, struct slab *slab,
 }
 
 /*
+ * A slab found corrupt at an allocation: all its objects count as used
+ * and it is frozen, so nothing is allocated from it or freed to it again
+ * (the kernel's "Marking all objects used").
+ */
+static void isolate_slab(struct kmem_cache *s, struct slab *slab)
+{
+	slab_fix(s, "Marking all objects used");
+	slab->inuse = slab->objects;
+	slab->freelist = NULL;
+	slab->frozen = 1;
+}
+
+/*
  * object was just taken off slab's freelist: check it and make it live.
  * On a failed check the slab is isolated: all its objects count as used
  * and it is frozen, so nothing is allocated from it or freed to it again.
@@ -608,10 +621,7 @@ static bool alloc_debug_processing(struct kmem_cache *s, struct slab *slab,
 {
 	if ((s->flags & SLAB_CONSISTENCY_CHECKS) &&
 	    !alloc_consistency_checks(s, slab, object)) {
-		slab_fix(s, "Marking all objects used");
-		slab->inuse = slab->objects;
-		slab->freelist = NULL;
-		slab->frozen = 1;
+		isolate_slab(s, slab);
 		return false;
 	}
 	trace(s, slab, object, 1);
@@ -643,10 +653,7 @@ static void *alloc_from_partial(struct kmem_cache *s, struct kmem_cache_node *n,
 		     !check_valid_pointer(s, slab, next))) {
 		slab_err(s, slab, "Freepointer corrupt: object %p points to %p",
 			 object, next);
-		slab_fix(s, "Marking all objects used");
-		slab->inuse = slab->objects;
-		slab->freelist = NULL;
-		slab->frozen = 1;
+		isolate_slab(s, slab);
 		remove_partial(n, slab);
 		return NULL;
 	}
