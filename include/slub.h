@@ -9,6 +9,10 @@
  * Layers, bottom to top: per-CPU primitives (rseq), the page allocator
  * (buddy + per-CPU page lists), the slab core, kmalloc, the malloc shim.
  * See docs/design.md.
+ *
+ * Every call is thread-safe. None is async-signal-safe: a signal handler
+ * that allocates or frees while its thread is inside the allocator can
+ * wait for a lock that thread holds (docs/reliability.md), as with malloc.
  */
 #ifndef SLUB_H
 #define SLUB_H
