@@ -401,6 +401,54 @@ static void test_whole_max_order_kept(void)
 	check_all_merged();
 }
 
+/*
+ * Only one block freed whole stays backed, or keep_blocks of them: a
+ * burst of them goes back at once, with no purge to wait for. A purge
+ * comes only with a later slow path, and a program whose allocations all
+ * took the fast path after freeing 2 GB of runs kept it resident.
+ */
+static void test_whole_blocks_burst(void)
+{
+	enum { N = 8 };
+	const long block_kib = (PAGE << MAX_PAGE_ORDER) / 1024;
+	long long released, backed;
+	long during, after;
+	char *p[N];
+
+	reset();
+	CHECK_EQ(sysfs_set("page_alloc/purge_delay_ms", "60000"), 0);
+	for (int round = 0; round < 2; round++) {
+		int keep = round ? 3 : 1;
+
+		for (int i = 0; i < N; i++) {
+			p[i] = __get_free_pages(GFP_KERNEL, MAX_PAGE_ORDER);
+			CHECK(p[i] != NULL);
+			memset(p[i], 0x5a, PAGE << MAX_PAGE_ORDER);
+		}
+		/* Set after the takes, which may raise it (keep_more()). */
+		if (round) {
+			CHECK_EQ(sysfs_set("page_alloc/keep_blocks_max", "256"), 0);
+			CHECK_EQ(sysfs_set("page_alloc/keep_blocks", "3"), 0);
+		}
+		during = rss_kib();
+		released = sysfs_num("page_alloc/pages_released");
+		backed = zoneinfo("pages_free") - zoneinfo("pages_released");
+		for (int i = 0; i < N; i++)
+			free_pages(p[i], MAX_PAGE_ORDER);
+		after = rss_kib();
+		CHECK_EQ(sysfs_num("page_alloc/pages_released") - released,
+			 (long long)(N - keep) << MAX_PAGE_ORDER);
+		CHECK(during - after >= (N - keep) * block_kib * 3 / 4);
+		CHECK_EQ(zoneinfo("pages_free") - zoneinfo("pages_released") - backed,
+			 (long long)keep << MAX_PAGE_ORDER);
+		CHECK_EQ(page_alloc_check(), 0);
+	}
+	CHECK_EQ(sysfs_set("page_alloc/purge_delay_ms", "1000"), 0);
+	page_alloc_shrink();
+	unpin();
+	check_all_merged();
+}
+
 /* Memory given back: RSS falls once freed blocks merge to max order. */
 static void test_release_rss(void)
 {
@@ -768,6 +816,7 @@ int main(void)
 	TEST(test_pcp_order0_mode);
 	TEST(test_round_robin_drain);
 	TEST(test_whole_max_order_kept);
+	TEST(test_whole_blocks_burst);
 	TEST(test_release_rss);
 	TEST(test_release_entries);
 	TEST(test_purge);
