@@ -624,22 +624,9 @@ MALLOC_API void *pvalloc(size_t size)
 
 /*
  * glibc exports its allocator a second time as __libc_malloc and friends,
- * and free once more as the obsolete cfree. Tools and libraries call
- * those to reach "the real malloc" past any hook; under LD_PRELOAD they
- * must reach this one, or a block from one allocator would be freed by
- * the other, an invalid free in each. jemalloc, mimalloc and tcmalloc
- * alias them the same way.
+ * and free once more as the obsolete cfree (GLIBC_ALIAS(),
+ * malloc_internal.h; mallinfo's and mallopt's in malloc_info.c).
  */
-#if __has_attribute(copy)
-#define COPY_ATTRS(target)	__attribute__((copy(target)))
-#else
-#define COPY_ATTRS(target)
-#endif
-#define GLIBC_ALIAS(name, target)					\
-	extern __typeof__(target) name;					\
-	MALLOC_API __typeof__(target) name				\
-		__attribute__((alias(#target))) COPY_ATTRS(target)
-
 GLIBC_ALIAS(__libc_malloc, malloc);
 GLIBC_ALIAS(__libc_free, free);
 GLIBC_ALIAS(__libc_calloc, calloc);

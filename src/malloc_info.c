@@ -245,3 +245,11 @@ MALLOC_API int mallopt(int param, int value)
 		return value >= 0 && (size_t)value <= MAX_FAST_SIZE;
 	return 1;
 }
+
+/* glibc's second names for these (malloc_internal.h), libc.a's too. */
+#pragma GCC diagnostic push	/* <malloc.h> marks mallinfo deprecated */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+GLIBC_ALIAS(__libc_mallinfo, mallinfo);
+#pragma GCC diagnostic pop
+GLIBC_ALIAS(__libc_mallinfo2, mallinfo2);
+GLIBC_ALIAS(__libc_mallopt, mallopt);

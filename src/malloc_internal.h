@@ -251,4 +251,23 @@ static inline bool in_vfork_child(void)
 	return unlikely(malloc_vfork_depth) && malloc_vfork_marked();
 }
 
+/*
+ * glibc exports its allocator a second time as __libc_malloc and friends.
+ * Tools and libraries call those to reach "the real malloc" past any
+ * hook; under LD_PRELOAD they must reach this one, or a block from one
+ * allocator would be freed by the other, an invalid free in each; and a
+ * static program that names one must find it here, or ld pulls glibc's
+ * malloc.o in for it and fails on every name the two define. jemalloc,
+ * mimalloc and tcmalloc alias them the same way.
+ */
+#if __has_attribute(copy)
+#define COPY_ATTRS(target)	__attribute__((copy(target)))
+#else
+#define COPY_ATTRS(target)
+#endif
+#define GLIBC_ALIAS(name, target)					\
+	extern __typeof__(target) name;					\
+	__attribute__((visibility("default"))) __typeof__(target) name	\
+		__attribute__((alias(#target))) COPY_ATTRS(target)
+
 #endif /* SLUB_MALLOC_INTERNAL_H */

@@ -6,7 +6,9 @@
  * program does not link libc's __register_atfork (its fork() is what
  * brings it in), and the drop-in's own stood in for it: the fork handlers'
  * registration called itself and waited on its own lock before main().
- * Prints "malloc_static_exe: ok".
+ * It also calls glibc's second names of mallinfo and mallopt: with one
+ * the drop-in did not define, ld took libc.a's malloc.o for it and failed
+ * on every name the two define. Prints "malloc_static_exe: ok".
  */
 #include <malloc.h>
 #include <pthread.h>
@@ -16,6 +18,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern struct mallinfo2 __libc_mallinfo2(void);
+extern int __libc_mallopt(int param, int value);
 
 static const size_t sizes[] = { 1, 100, 1000, 20000, 100000, 1 << 20, 3 << 20, 9 << 20 };
 #define NR	(sizeof(sizes) / sizeof(sizes[0]))
@@ -79,6 +84,8 @@ int main(void)
 		void *p = malloc(hide(100));
 
 		bad += malloc_usable_size(p) != 112;
+		bad += __libc_mallinfo2().uordblks < 112;
+		bad += __libc_mallopt(M_MXFAST, 0) != 1;
 		free(p);
 	}
 	if (bad) {

@@ -1052,6 +1052,9 @@ extern void *__libc_memalign(size_t align, size_t size);
 extern void *__libc_valloc(size_t size);
 extern void *__libc_pvalloc(size_t size);
 extern void cfree(void *p);
+extern struct mallinfo __libc_mallinfo(void);
+extern struct mallinfo2 __libc_mallinfo2(void);
+extern int __libc_mallopt(int param, int value);
 
 static void test_libc_names(void)
 {
@@ -1090,6 +1093,16 @@ static void test_libc_names(void)
 	p = __libc_pvalloc(hide_size(5000));
 	CHECK(aligned(p, PAGE));
 	CHECK_EQ(ksize(p), 2 * PAGE);
+
+	/* mallinfo's and mallopt's: this allocator's figures, not glibc's heap. */
+	CHECK(__libc_mallinfo2().uordblks >= 2 * PAGE);
+	CHECK_EQ(__libc_mallinfo2().uordblks, mallinfo2().uordblks);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	CHECK_EQ(__libc_mallinfo().uordblks, mallinfo().uordblks);
+#pragma GCC diagnostic pop
+	CHECK_EQ(__libc_mallopt(M_MXFAST, -1), 0);
+	CHECK_EQ(__libc_mallopt(M_MXFAST, 64), 1);
 	free(p);
 }
 
