@@ -35,9 +35,28 @@ nm "$lib" | awk '$2 ~ /^[tT]$/ { print $3 }' |
 	grep -v -x -e _init -e _fini -e frame_dummy -e register_tm_clones \
 		-e deregister_tm_clones -e '__do_global_dtors_aux' |
 	grep -v '\.cold$' | sort -u > "$tmp/all"
+# A small program that allocates, forks (the fork handlers run in every
+# process that forks) and allocates in the child.
 cat > "$tmp/small.c" <<'EOF'
 #include <stdlib.h>
-int main(void) { char *p = malloc(10); p[0] = 1; free(p); return 0; }
+#include <sys/wait.h>
+#include <unistd.h>
+int main(void)
+{
+	char *p = malloc(10);
+	pid_t pid;
+
+	p[0] = 1;
+	pid = fork();
+	if (pid == 0) {
+		free(malloc(100));
+		_exit(0);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	free(p);
+	return 0;
+}
 EOF
 cc -O2 -o "$tmp/small" "$tmp/small.c"
 
@@ -52,6 +71,11 @@ under_gdb "$tmp/small"
 for w in 0 1 2 5 6; do
 	under_gdb "$bench" -X "$w" -d 0.3
 done
+# C++'s operators, where bench_malloc_cxx was built.
+if [ -x "$build/bench/bench_malloc_cxx" ]; then
+	under_gdb "$build/bench/bench_malloc_cxx" sized 0.3 10000
+	under_gdb "$build/bench/bench_malloc_cxx" unsized 0.3 10000
+fi
 under_gdb "$bench" -X 0 -d 0.3 -s 16-65536
 under_gdb "$bench" -X 0 -d 0.3 -s 65537-1048576 -w 100
 under_gdb /usr/bin/python3 -c 'import json; print(len(json.dumps([{"a": i} for i in range(100000)])))'
