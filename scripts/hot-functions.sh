@@ -10,7 +10,7 @@
 # whole neighbourhood resident. With the functions in source order, a
 # process that only mallocs had all 220 KiB of the drop-in's text
 # resident; with those it runs gathered ahead of the rest (debug,
-# validate, sysfs files, slabinfo, control), 88 KiB.
+# validate, sysfs files, slabinfo, control), about 110 KiB.
 #
 # How: BUILD (default build-release, a Release build with the benchmarks)
 # runs a small program, bench_malloc's children, python3 and perl under
