@@ -15,7 +15,12 @@
 #    the same with -Bsymbolic-functions and src/malloc.dynlist.
 #  - the symbols DYNLIST names (malloc's family, C++'s operators, vfork,
 #    __register_atfork) are left as they are: the whole program must call
-#    the one definition, as under LD_PRELOAD.
+#    the one definition, as under LD_PRELOAD;
+#  - each weak hidden reference the object leaves unbound (libslub-malloc's
+#    hooks in libslub.a: malloc_fork_prepare, malloc_purge_tick, ...,
+#    compiler.h's __weak_hook) renamed NAME.slub_unbound, a name no
+#    program can define: under its own name a program's function of that
+#    name was called by the library's fork handlers and purge ticks.
 set -eu
 
 cc=$1 objcopy=$2 readelf=$3 out=$4 archive=$5 dynlist=${6:-}
@@ -45,8 +50,13 @@ fi
 		print $7, $2, $4, $8
 	}' > "$tmp.pub"
 
+# Weak, hidden and undefined: a hook of the other library's.
+unbound=$("$readelf" -sW "$tmp.o" | awk '$5 == "WEAK" && $6 == "HIDDEN" && $7 == "UND" {
+	printf " --redefine-sym=%s=%s.slub_unbound", $8, $8 }')
+
+# shellcheck disable=SC2086
 "$objcopy" --localize-hidden $(awk '{ printf " --localize-symbol=%s", $4 }' "$tmp.pub") \
-	"$tmp.o" "$tmp.l.o"
+	$unbound "$tmp.o" "$tmp.l.o"
 
 # Section names by index: readelf -SW prints "[ N] name type ...".
 adds=$("$readelf" -SW "$tmp.o" | sed -n 's/^ *\[ *\([0-9]*\)\] \([^ ]*\) .*/\1 \2/p' |

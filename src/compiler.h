@@ -23,6 +23,16 @@
 #define __internal	__attribute__((visibility("hidden")))
 
 /*
+ * A function of libslub-malloc's that the slab core calls when it is
+ * there (fork handlers, purge ticks, the exit report's lines): weak, and
+ * hidden, so that libslub.so binds it to nothing at link time rather than
+ * import it, where a program's function of the same name would take its
+ * place; scripts/static-object.sh gives the static libraries' unbound
+ * ones names no program can define.
+ */
+#define __weak_hook	__attribute__((weak, visibility("hidden")))
+
+/*
  * Run in every process, at start-up or on a path every process takes (a
  * purge tick's quick return), in a file whose other code a process may
  * never run (sysfs, validate, control, runs, huge blocks): ld places

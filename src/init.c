@@ -29,13 +29,13 @@ static int init_error;
  * (malloc_huge.c), and its page runs' lock (malloc_runs.c); not in
  * libslub.
  */
-void malloc_fork_prepare(void) __attribute__((weak));
-void malloc_fork_parent(void) __attribute__((weak));
-void malloc_fork_child(void) __attribute__((weak));
-void runs_fork_prepare(void) __attribute__((weak));
-void runs_fork_parent(void) __attribute__((weak));
-void runs_fork_child(void) __attribute__((weak));
-void malloc_sysfs_init(void) __attribute__((weak));
+void malloc_fork_prepare(void) __weak_hook;
+void malloc_fork_parent(void) __weak_hook;
+void malloc_fork_child(void) __weak_hook;
+void runs_fork_prepare(void) __weak_hook;
+void runs_fork_parent(void) __weak_hook;
+void runs_fork_child(void) __weak_hook;
+void malloc_sysfs_init(void) __weak_hook;
 
 static struct slub_lock slab_init_lock = SLUB_LOCK_INIT;
 

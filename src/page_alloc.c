@@ -446,7 +446,7 @@ static void drain_idle_pcps(unsigned long now, int delay)
  * purging is off.
  */
 /* libslub-malloc's huge blocks kept for reuse age here too (malloc_huge.c). */
-void malloc_purge_tick(unsigned long now) __attribute__((weak));
+void malloc_purge_tick(unsigned long now) __weak_hook;
 
 unsigned long page_alloc_purge_tick(void)
 {

@@ -20,7 +20,7 @@
 #include "slabinfo.h"
 
 /* libslub-malloc's lines (malloc_info.c): its runs and own mappings. */
-void malloc_exit_report(FILE *f) __attribute__((weak));
+void malloc_exit_report(FILE *f) __weak_hook;
 
 static int exit_report_armed;
 /*

@@ -15,10 +15,12 @@
 #  - a program with namesakes of the API and of internals links with each,
 #    and the library never calls them: malloc_namesake linked with
 #    libslub-malloc.a, and static_namesake (tests/static_namesake.c) with
-#    libslub.a, plain, with the exit report, and with the control socket.
+#    libslub.a, plain, with the exit report, and with the control socket;
+#    and static_namesake_shared, the same program linked with libslub.so.
 #
 #   malloc_namesake.sh LIBSLUB_MALLOC_SO MALLOC_NAMESAKE DYNLIST LIBSLUB_SO \
-#                      LIBSLUB_MALLOC_A MALLOC_NAMESAKE_STATIC LIBSLUB_A STATIC_NAMESAKE
+#                      LIBSLUB_MALLOC_A MALLOC_NAMESAKE_STATIC LIBSLUB_A STATIC_NAMESAKE \
+#                      STATIC_NAMESAKE_SHARED
 set -u
 lib=$1
 prog=$2
@@ -28,6 +30,7 @@ malloc_a=$5
 mprog_static=$6
 slub_a=$7
 prog_static=$8
+prog_shared=$9
 passed=0
 failed=0
 tmp=$(mktemp -d)
@@ -107,6 +110,8 @@ for env in "" "SLUB_STATS=1" "SLUB_CONTROL=1 SLUB_CONTROL_DIR=$tmp/ctl"; do
 		env $env "$mprog_static"
 	run_case "libslub.a: namesakes never called${env:+ ($env)}" \
 		env $env "$prog_static"
+	run_case "libslub.so linked: namesakes never called${env:+ ($env)}" \
+		env $env "$prog_shared"
 done
 run_case "namesakes never called by libslub.so" "$prog" --dlopen "$libslub"
 

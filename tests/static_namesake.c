@@ -12,7 +12,17 @@
  *
  * Before scripts/static-object.sh, ld refused to link it ("multiple
  * definition of `free_pages'", and of `zone' once that one was fixed).
+ *
+ * It also has functions named as libslub-malloc's hooks, which the slab
+ * core calls when the drop-in is linked with it (fork handlers, purge
+ * ticks, the exit report's lines): libslub.a and libslub.so, which have
+ * no drop-in, called the program's (static_namesake_shared is the same
+ * program linked with libslub.so). Those end the program with exit
+ * status 3, as they may be called after main() returned; main() forks,
+ * so that the fork handlers run.
  */
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +74,21 @@ __attribute__((noinline, used)) void free_pages(void *addr, unsigned int order)
 	}
 INTERNALS(DEFINE_INTERNAL)
 
+#define HOOKS(X)	X(malloc_fork_prepare) X(malloc_fork_parent) X(malloc_fork_child) \
+			X(runs_fork_prepare) X(runs_fork_parent) X(runs_fork_child) \
+			X(malloc_sysfs_init) X(malloc_purge_tick) X(malloc_exit_report) \
+			X(malloc_register_atfork_self)
+#define DEFINE_HOOK(name)						\
+	__attribute__((noinline, used)) void name(void)			\
+	{								\
+		static const char msg[] = "static_namesake: the library called "\
+					  "the program's " #name "\n";	\
+		if (write(2, msg, sizeof(msg) - 1) < 0)			\
+			_exit(4);					\
+		_exit(3);						\
+	}
+HOOKS(DEFINE_HOOK)
+
 static int failures;
 
 #define check(cond, ...)						\
@@ -106,6 +131,18 @@ int main(void)
 	}
 	for (int i = 0; i < NOBJ; i++)
 		kfree(obj[i]);
+	/* The fork handlers run; the child allocates and leaves. */
+	{
+		pid_t pid = fork();
+		int status = -1;
+
+		if (pid == 0) {
+			kfree(kmalloc(100, GFP_KERNEL));
+			_exit(0);
+		}
+		check(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		      WEXITSTATUS(status) == 0, "the fork child failed (status %#x)", status);
+	}
 	slub_trim();
 	check(slub_validate(0, NULL, 0) == 0, "slub_validate() found errors");
 report:
