@@ -6,6 +6,8 @@
  * is left held in the child.
  */
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <pthread.h>
 
@@ -189,8 +191,49 @@ void slub_register_fork(void)
 	slub_unlock(&lock);
 }
 
+/*
+ * Keep the object that holds this code mapped for good. A thread's rseq
+ * area goes on naming the last critical section it ran, and the kernel
+ * reads that descriptor at the thread's next preemption or signal: a
+ * dlclose() that unmapped it killed the thread with SIGSEGV. libslub.so
+ * and libslub-malloc.so are linked -z nodelete; a program's own shared
+ * library that links libslub.a is not, and a plugin host that dlopen()ed
+ * and closed it crashed (a review's program, 6 runs of 6). So where this
+ * object's dynamic section has no DF_1_NODELETE (nor DF_1_PIE: an
+ * executable is never closed), it asks the dynamic linker for the flag
+ * (RTLD_NOLOAD | RTLD_NODELETE on itself). A static executable has no
+ * dynamic section at all. dlopen is looked up, not called by name: a
+ * static program that links libslub.a would get ld's warning about
+ * dlopen in static programs (as malloc_new.c's lookup).
+ */
+extern ElfW(Dyn) _DYNAMIC[] __attribute__((weak));
+
+#ifndef DF_1_PIE
+#define DF_1_PIE	0x08000000
+#endif
+
+typedef void *dlopen_fn(const char *file, int mode);
+
+__startup static void pin_self(void)
+{
+	dlopen_fn *open_self;
+	Dl_info info;
+
+	if (!_DYNAMIC)
+		return;
+	for (const ElfW(Dyn) *d = _DYNAMIC; d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_FLAGS_1 && (d->d_un.d_val & (DF_1_NODELETE | DF_1_PIE)))
+			return;
+	if (!dladdr((void *)pin_self, &info) || !info.dli_fname || !info.dli_fname[0])
+		return;
+	open_self = (dlopen_fn *)dlsym(RTLD_DEFAULT, "dlopen");
+	if (open_self)
+		open_self(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 __startup __attribute__((constructor(101))) static void slub_register_fork_at_load(void)
 {
+	pin_self();
 	slub_register_fork();
 }
 

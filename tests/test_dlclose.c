@@ -7,7 +7,7 @@
  * longer ran any of the library's code (10 runs of 10). The libraries are
  * linked with -z nodelete: dlclose() leaves them mapped.
  *
- *   test_dlclose PATH-TO-libslub.so
+ *   test_dlclose PATH-TO-libslub.so (or to tests/dlclose_plugin.c's module)
  *
  * This program links neither library; it loads the one it is given.
  */
