@@ -43,6 +43,23 @@ if command -v pkg-config >/dev/null 2>&1; then
 		-Wl,-rpath,"$tmp/prefix/lib"
 	"$tmp/demo-pc"
 	echo "pkg-config consumer: ok"
+	# Debian's multiarch layout (LIBDIR lib/x86_64-linux-gnu, as
+	# CMAKE_INSTALL_PREFIX=/usr chooses there): the .pc file a build so
+	# configured writes finds the headers and the library from where it
+	# lies (a fixed ../.. had named lib/include).
+	cmake -S "$src" -B "$tmp/ma-build" -DCMAKE_INSTALL_LIBDIR=lib/x86_64-linux-gnu \
+		-DSLUB_TESTS=OFF -DSLUB_BENCH=OFF >/dev/null
+	ma=$tmp/ma/lib/x86_64-linux-gnu
+	mkdir -p "$ma/pkgconfig"
+	cp "$tmp/ma-build/libslub.pc" "$ma/pkgconfig/"
+	cp -R "$tmp/prefix/include" "$tmp/ma/include"
+	cp -P "$tmp/prefix/lib/"libslub.so* "$ma/"
+	# shellcheck disable=SC2046
+	cc "$tmp/demo.c" -o "$tmp/demo-ma" \
+		$(PKG_CONFIG_PATH="$ma/pkgconfig" pkg-config --cflags --libs libslub) \
+		-Wl,-rpath,"$ma"
+	"$tmp/demo-ma"
+	echo "pkg-config consumer, multiarch libdir: ok"
 fi
 mkdir -p "$tmp/cm"
 cat > "$tmp/cm/CMakeLists.txt" <<'CM'
