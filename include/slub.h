@@ -31,6 +31,15 @@ extern "C" {
 #define SLUB_API
 #endif
 
+/* inline is C99's and C++'s; C89 compilers that are GNU's spell it so. */
+#if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)
+#define SLUB_INLINE inline
+#elif defined(__GNUC__)
+#define SLUB_INLINE __inline__
+#else
+#define SLUB_INLINE
+#endif
+
 /* ---- Pages ------------------------------------------------------------ */
 
 #define SLUB_PAGE_SHIFT		12
@@ -178,7 +187,7 @@ SLUB_API void *kcalloc(size_t n, size_t size, gfp_t gfp);
 SLUB_API void *krealloc(const void *p, size_t new_size, gfp_t gfp);
 SLUB_API void kfree(const void *p);
 /* The kernel's kfree_bulk(): nr objects, each to its own cache. */
-static inline void kfree_bulk(size_t nr, void **p)
+static SLUB_INLINE void kfree_bulk(size_t nr, void **p)
 {
 	kmem_cache_free_bulk(NULL, nr, p);
 }

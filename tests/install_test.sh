@@ -36,6 +36,22 @@ int main(void)
 	return strncmp(buf, "Node 0, zone", 12) ? 3 : 0;
 }
 C
+# The installed header alone, in every C and C++ standard a consumer may
+# build with: pedantic and warning-free (C89 had failed on kfree_bulk's
+# inline).
+printf '#include <slub.h>\nint main(void) { return 0; }\n' > "$tmp/hdr.c"
+for std in c89 gnu89 c99 c11 c17; do
+	cc -std=$std -pedantic -Wall -Wextra -Werror -I"$tmp/prefix/include" \
+		-c "$tmp/hdr.c" -o "$tmp/hdr.o"
+done
+if command -v c++ >/dev/null 2>&1; then
+	cp "$tmp/hdr.c" "$tmp/hdr.cpp"
+	for std in c++98 c++11 c++17; do
+		c++ -std=$std -pedantic -Wall -Wextra -Werror -I"$tmp/prefix/include" \
+			-c "$tmp/hdr.cpp" -o "$tmp/hdr.o"
+	done
+fi
+echo "slub.h in C89..C17 and C++98..C++17: ok"
 if command -v pkg-config >/dev/null 2>&1; then
 	PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" ; export PKG_CONFIG_PATH
 	# shellcheck disable=SC2046
