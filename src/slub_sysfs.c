@@ -415,11 +415,7 @@ static void sheaves_show(struct seq_buf *sb, void *obj, long arg)
 
 /* ---- slub_debug: the flags, validate, alloc_calls and free_calls ------------ */
 
-/* sanity_checks, red_zone, poison, store_user, trace: 1 if the flag is on. */
-static void debug_flag_show(struct seq_buf *sb, void *obj, long flag)
-{
-	seq_printf(sb, "%d\n", !!(((struct kmem_cache *)obj)->flags & (slab_flags_t)flag));
-}
+/* sanity_checks, red_zone, poison, store_user and trace are FLAG()s (below). */
 
 /* Write 1: check every slab and object of a debug cache now. */
 static int validate_store(void *obj, long arg, const char *val)
@@ -512,11 +508,6 @@ static const struct slub_attr slab_attrs[] = {
 	{ "partial_slabs", partial_slabs_show, NULL, 0 },
 	{ "sheaf_capacity", sheaf_capacity_show, sheaf_capacity_store, 0 },
 	{ "sheaves", sheaves_show, NULL, 0 },
-	{ "sanity_checks", debug_flag_show, NULL, SLAB_CONSISTENCY_CHECKS },
-	{ "red_zone", debug_flag_show, NULL, SLAB_RED_ZONE },
-	{ "poison", debug_flag_show, NULL, SLAB_POISON },
-	{ "store_user", debug_flag_show, NULL, SLAB_STORE_USER },
-	{ "trace", debug_flag_show, NULL, SLAB_TRACE },
 	{ "validate", NULL, validate_store, 0 },
 	{ "alloc_calls", calls_show, NULL, TRACK_ALLOC },
 	{ "free_calls", calls_show, NULL, TRACK_FREE },

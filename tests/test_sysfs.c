@@ -22,6 +22,37 @@ static void test_listing(void)
 	CHECK(strstr(buf, "pcp_high_order\n") != NULL);
 }
 
+/*
+ * A cache's directory names each file once, in every directory: the
+ * five debug flags had been listed twice (two tables' entries).
+ */
+static void test_listing_unique(void)
+{
+	static const char *const dirs[] = { "", "page_alloc", "cpu", "policy", "slab/kmalloc-64" };
+	static char buf[65536];
+	char *names[1024];
+
+	kfree(kmalloc(64, GFP_KERNEL));
+	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
+		unsigned int n = 0;
+		char *save = NULL;
+
+		CHECK(slub_sysfs_read(dirs[d], buf, sizeof(buf)) > 0);
+		for (char *t = strtok_r(buf, "\n", &save); t && n < 1024;
+		     t = strtok_r(NULL, "\n", &save))
+			names[n++] = t;
+		CHECK(n > 3);
+		for (unsigned int i = 0; i < n; i++)
+			for (unsigned int j = i + 1; j < n; j++)
+				if (!strcmp(names[i], names[j])) {
+					fprintf(stderr, "%s: %s listed twice\n", dirs[d], names[i]);
+					CHECK(0);
+				}
+	}
+	CHECK(slub_sysfs_read("slab/kmalloc-64/sanity_checks", buf, sizeof(buf)) > 0);
+	CHECK(!strcmp(buf, "0\n"));
+}
+
 static void test_errors(void)
 {
 	char buf[256];
@@ -234,5 +265,6 @@ int main(void)
 	TEST(test_buddyinfo_format);
 	TEST(test_concurrent);
 	TEST(test_destroy_beside_stores);
+	TEST(test_listing_unique);	/* last: its kmalloc leaves a slab in use */
 	return test_done();
 }
