@@ -460,16 +460,17 @@ static void outpath(char *buf, size_t size, const char *name)
 	outpath_in(buf, size, opt.outdir, name);
 }
 
-static void plot(void)
+/* The plots, by opt.plot: whether it made them. */
+static bool plot(void)
 {
 	char csv[PATH_MAX], cmd[3 * PATH_MAX];
 	int r;
 
 	if (!strcmp(opt.plot, "none"))
-		return;
+		return false;
 	if (access(opt.plot, R_OK) || access("/usr/bin/python3", X_OK)) {
 		printf("plots: left out (no %s or /usr/bin/python3)\n", opt.plot);
-		return;
+		return false;
 	}
 	outpath(csv, sizeof(csv), "suite.json");
 	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 '%s' '%s' '%s'", opt.plot, csv,
@@ -479,6 +480,7 @@ static void plot(void)
 	if (r)
 		printf("plots: %s failed (status %d; apt-get install python3-matplotlib)\n",
 		       opt.plot, r);
+	return !r;
 }
 
 /* The string after "key": "  in json, up to its closing quote, into buf. */
@@ -535,6 +537,7 @@ static void read_run_info(const char *path)
 int main(int argc, char **argv)
 {
 	char path[PATH_MAX];
+	bool plotted;
 	FILE *f;
 
 	if (argc == 3 && !strcmp(argv[1], "-X"))
@@ -562,7 +565,7 @@ int main(int argc, char **argv)
 	write_json(path);
 	outpath(path, sizeof(path), "suite.csv");
 	write_csv(path);
-	plot();
+	plotted = plot();
 	outpath(path, sizeof(path), "suite.txt");
 	f = fopen(path, "w");
 	if (!f)
@@ -570,7 +573,7 @@ int main(int argc, char **argv)
 	print_report(f);
 	fclose(f);
 	print_report(stdout);
-	printf("\nresults: %s/suite.txt (these tables), suite.json, suite.csv, "
-	       "<workload>.png, summary.png\n", opt.outdir);
+	printf("\nresults: %s/suite.txt (these tables), suite.json, suite.csv%s\n",
+	       opt.outdir, plotted ? ", <workload>.png, summary.png" : "");
 	return 0;
 }
