@@ -114,15 +114,19 @@ static unsigned int class_of(unsigned int size)
 	return c;
 }
 
-/* The fullest slab of class c with room, or -1. */
-static int fullest_with_room(const struct slabs *sl, unsigned int c)
+/* A slab of class c with room, by the policy (lowest or fullest), or -1. */
+static int slab_with_room(const struct slabs *sl, unsigned int c, enum policy p)
 {
 	int best = -1;
 
 	for (unsigned int i = 0; i < sl->nr; i++) {
 		int u = sl->used[i];
 
-		if (u >= 0 && u < (int)class_objs[c] && (best < 0 || u > sl->used[best]))
+		if (u < 0 || u >= (int)class_objs[c])
+			continue;
+		if (p == LOWEST)
+			return (int)i;
+		if (best < 0 || u > sl->used[best])
 			best = (int)i;
 	}
 	return best;
@@ -132,27 +136,13 @@ static int fullest_with_room(const struct slabs *sl, unsigned int c)
 static unsigned int pick_slab(struct slabs *sl, unsigned int c, enum policy p,
 			      long *pages)
 {
-	int best = -1, empty = -1;
+	int best = slab_with_room(sl, c, p), empty = -1;
 
-	for (unsigned int i = 0; i < sl->nr; i++) {
-		int u = sl->used[i];
-
-		if (u < 0) {
-			if (empty < 0)
-				empty = (int)i;
-			continue;
-		}
-		if (u >= (int)class_objs[c])
-			continue;
-		if (p == LOWEST) {
-			best = (int)i;
-			break;
-		}
-		if (best < 0 || u > sl->used[best])
-			best = (int)i;
-	}
 	if (best >= 0)
 		return (unsigned int)best;
+	for (unsigned int i = 0; empty < 0 && i < sl->nr; i++)
+		if (sl->used[i] < 0)
+			empty = (int)i;
 	if (empty < 0) {
 		sl->used = realloc(sl->used, (sl->nr * 2 + 16) * sizeof(int));
 		if (!sl->used) {
@@ -197,9 +187,9 @@ static void run(enum policy p, unsigned int ws, unsigned long ops, uint64_t seed
 		}
 		size = MIN_SIZE + (unsigned int)(next_rand() % (MAX_SIZE - MIN_SIZE + 1));
 		c = class_of(size);
-		if (p == BORROW && fullest_with_room(&sl[c], c) < 0)
+		if (p == BORROW && slab_with_room(&sl[c], c, FULLEST) < 0)
 			for (unsigned int d = c + 1; d < nr_classes && d <= c + borrow; d++)
-				if (fullest_with_room(&sl[d], d) >= 0) {
+				if (slab_with_room(&sl[d], d, FULLEST) >= 0) {
 					c = d;
 					break;
 				}

@@ -168,8 +168,7 @@ static int fork_registered;
  * ever, before main(). No fork handler can run in such a program.
  */
 extern int malloc_register_atfork_self(void (*prepare)(void), void (*parent)(void),
-				       void (*child)(void), void *dso_handle)
-	__attribute__((weak, visibility("hidden")));
+				       void (*child)(void), void *dso_handle) __weak_hook;
 
 void slub_register_fork(void)
 {
@@ -202,17 +201,13 @@ void slub_register_fork(void)
  * object's dynamic section has no DF_1_NODELETE (nor DF_1_PIE: an
  * executable is never closed), it asks the dynamic linker for the flag
  * (RTLD_NOLOAD | RTLD_NODELETE on itself). A static executable has no
- * dynamic section at all. dlopen is looked up, not called by name: a
- * static program that links libslub.a would get ld's warning about
- * dlopen in static programs (as malloc_new.c's lookup).
+ * dynamic section at all. dlopen is looked up (dlopen_fn).
  */
 extern ElfW(Dyn) _DYNAMIC[] __attribute__((weak));
 
 #ifndef DF_1_PIE
 #define DF_1_PIE	0x08000000
 #endif
-
-typedef void *dlopen_fn(const char *file, int mode);
 
 __startup static void pin_self(void)
 {

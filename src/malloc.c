@@ -33,7 +33,6 @@
 #include "report.h"
 #include "slub_internal.h"
 
-#define MALLOC_API	__attribute__((visibility("default")))
 
 /* A drop-in counts nothing unless SLUB_STATS says so (policy.c). */
 int slub_stats_default = 0;

@@ -33,7 +33,6 @@
 #include "slabinfo.h"
 #include "slub_internal.h"
 
-#define MALLOC_API	__attribute__((visibility("default")))
 
 MALLOC_API struct mallinfo2 mallinfo2(void)
 {

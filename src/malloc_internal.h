@@ -251,6 +251,9 @@ static inline bool in_vfork_child(void)
 	return unlikely(malloc_vfork_depth) && malloc_vfork_marked();
 }
 
+/* malloc's family and glibc's names for it: what the drop-in exports. */
+#define MALLOC_API	__attribute__((visibility("default")))
+
 /*
  * glibc exports its allocator a second time as __libc_malloc and friends.
  * Tools and libraries call those to reach "the real malloc" past any
@@ -267,7 +270,7 @@ static inline bool in_vfork_child(void)
 #endif
 #define GLIBC_ALIAS(name, target)					\
 	extern __typeof__(target) name;					\
-	__attribute__((visibility("default"))) __typeof__(target) name	\
+	MALLOC_API __typeof__(target) name				\
 		__attribute__((alias(#target))) COPY_ATTRS(target)
 
 #endif /* SLUB_MALLOC_INTERNAL_H */

@@ -154,7 +154,6 @@ static bool forwarded(enum cxx_op op)
 
 static void *libstdcxx_fn[NR_CXX_OPS];
 #define NO_LIBSTDCXX_FN	((void *)1)
-typedef void *dlopen_fn(const char *file, int mode);
 
 /*
  * Whether the program has the dynamic loader's symbol tables to look

@@ -696,6 +696,13 @@ static inline struct kmem_cache *kmalloc_slab_any(size_t size)
 	return kmalloc_caches[kmalloc_index_any(size)];
 }
 
+/*
+ * dlopen()'s type, for the calls that look it up with dlsym() instead of
+ * naming it: a static program that links the library would get ld's
+ * warning about dlopen in static programs (init.c, malloc_new.c).
+ */
+typedef void *dlopen_fn(const char *file, int mode);
+
 /* kmalloc of size bytes from the cache s (slub_kunit's __kmalloc_cache). */
 void *__kmalloc_cache(struct kmem_cache *s, gfp_t gfp, size_t size);
 /* ksize() without giving the kmalloc red zone up (realloc's own use). */
