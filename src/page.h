@@ -161,6 +161,7 @@ struct zone {
 	int batch;
 	int high;
 	int high_set;			/* pcp_high was written: keep it */
+	int nr_draining;		/* allocations in rmqueue_drained() (atomic) */
 
 	/* Purging (page_alloc/purge_delay_ms): see page_alloc_purge_tick() */
 	int purge_delay_ms;		/* -1: never; else after this long */

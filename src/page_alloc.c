@@ -521,12 +521,20 @@ static int nr_pcp_alloc(unsigned int order)
 	return batch < 2 ? 2 : batch;
 }
 
-/* Take up to count blocks of one order onto a pcp list: one lock hold. */
+/*
+ * Take up to count blocks of one order onto a pcp list: one lock hold.
+ * While an allocation that found nothing drains the lists
+ * (rmqueue_drained()), one block: a refill of `batch` would take back
+ * what the drain gave, and the lists hold what that allocation needs.
+ * Read under zone->lock, which every drain takes after raising the count.
+ */
 static int rmqueue_bulk(unsigned int order, int count, struct list_head *list)
 {
 	int i;
 
 	zone_lock();
+	if (__atomic_load_n(&zone.nr_draining, __ATOMIC_RELAXED))
+		count = 1;
 	for (i = 0; i < count; i++) {
 		struct page *page = __rmqueue_smallest(order);
 
@@ -671,23 +679,30 @@ static bool pcp_pages_held(void)
  * No page at the first try: free ones may sit on the CPUs' lists. Drain
  * them and take from the buddy lists directly, not through this CPU's
  * list, whose lock another thread of the CPU may hold, and whose refill
- * would pass pages on again. Another CPU's refill may take back what the
- * drain gave: again while the lists still hold pages, a few rounds, as
- * the kernel's direct reclaim retries after drain_all_pages(). One drain
- * and one try had failed while a list held up to 251 pages of an 8 MiB
- * arena (helper-43: 16 threads moved between CPUs, pcp_batch=1024).
+ * would pass pages on again. As long as one allocation is here, refills
+ * take one block and frees go to the buddy (zone.nr_draining), so no
+ * CPU's list takes back what the drain gave: one drain and a few tries
+ * had failed while a list held up to 251 pages of an 8 MiB arena
+ * (helper-43: 16 threads moved between CPUs, pcp_batch=1024; 1-2 rounds
+ * in 350 still after a retry of eight drains). The count is raised
+ * before the drain takes any pcp lock: a refill that holds one then
+ * either ends before the drain empties its list, or sees the count under
+ * zone->lock. A few rounds still, for a refill of one block that took the
+ * last page and handed it to nobody yet.
  */
 static struct page *rmqueue_drained(unsigned int order)
 {
-	for (int round = 0; round < 8; round++) {
-		struct page *page;
+	struct page *page = NULL;
 
+	__atomic_add_fetch(&zone.nr_draining, 1, __ATOMIC_SEQ_CST);
+	for (int round = 0; round < 8; round++) {
 		drain_all_pages();
 		page = rmqueue_buddy(order);
 		if (page || !pcp_pages_held())
-			return page;
+			break;
 	}
-	return NULL;
+	__atomic_sub_fetch(&zone.nr_draining, 1, __ATOMIC_RELEASE);
+	return page;
 }
 
 static void free_one_page(struct page *page, unsigned int order)
@@ -700,7 +715,9 @@ static void free_one_page(struct page *page, unsigned int order)
 
 static void free_unref_page(struct page *page, unsigned int order)
 {
-	if (pcp_allowed_order(order)) {
+	/* An allocation is out of pages (rmqueue_drained()): to the buddy. */
+	if (pcp_allowed_order(order) &&
+	    !__atomic_load_n(&zone.nr_draining, __ATOMIC_RELAXED)) {
 		unsigned int cpu = raw_smp_processor_id();
 		struct per_cpu_pages *pcp = pcp_ptr(cpu);
 

@@ -485,7 +485,11 @@ static void test_exhaust_mixed(void)
  * stops them all; nothing is freed meanwhile, so a page still free once
  * they stopped was free when the allocation failed. With pcp_batch=63 a
  * drain and one more try had failed while another CPU's refill took the
- * pages back (helper-43: 11-21 rounds in 1,000).
+ * pages back (helper-43: 11-21 rounds in 1,000). Every other round runs
+ * with refills of the whole arena (pcp_batch=2047): eight drains and
+ * tries, each refill taking back what the drain gave, failed in about one
+ * such round in twenty, until refills took one block while an allocation
+ * drained (rmqueue_drained()).
  */
 #define RACERS		16
 
@@ -524,8 +528,8 @@ static void test_exhaust_racing(void)
 	int spurious = 0, rounds;
 	double end = mono_ms() + 3000;
 
-	CHECK_EQ(sysfs_set("page_alloc/pcp_batch", "63"), 0);
 	for (rounds = 0; rounds < 400 && (rounds < 20 || mono_ms() < end); rounds++) {
+		CHECK_EQ(sysfs_set("page_alloc/pcp_batch", rounds & 1 ? "2047" : "63"), 0);
 		racers_failed = 0;
 		pthread_barrier_init(&racers_go, NULL, RACERS);
 		for (long i = 0; i < RACERS; i++) {
