@@ -135,8 +135,12 @@ static unsigned long idle_interval(int delay)
 unsigned long slab_idle_interval_ms(void)
 {
 	int delay = page_alloc_purge_delay();
+	unsigned long release = release_interval_ms(), interval;
 
-	return delay < 0 ? 0 : idle_interval(delay);
+	if (delay < 0)
+		return 0;
+	interval = idle_interval(delay);
+	return release && release < interval ? release : interval;
 }
 
 /*
@@ -162,8 +166,12 @@ void __slab_idle_tick(unsigned long now, bool all)
 	if (!now || delay < 0)
 		return;
 	interval = idle_interval(delay);
-	if (!idle_due(now, interval) || !slub_trylock(&slab_mutex))
+	if ((!idle_due(now, interval) && !release_due(now)) ||
+	    !slub_trylock(&slab_mutex))
 		return;
+	/* The free objects' pages: a look of their own, by their own delay. */
+	if (release_due(now))
+		release_look(now);
 	if (!idle_due(now, interval)) {
 		slub_unlock(&slab_mutex);
 		return;

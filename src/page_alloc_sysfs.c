@@ -64,14 +64,12 @@ static void purge_delay_show(struct seq_buf *s, void *obj, long arg)
 /* Milliseconds, or -1 for never. */
 static int purge_delay_store(void *obj, long arg, const char *val)
 {
-	unsigned long v;
+	long v;
 
 	(void)obj, (void)arg;
-	if (!strcmp(val, "-1") || !strcmp(val, "-1\n"))
-		return page_alloc_set_purge_delay(-1);
-	if (sysfs_parse_ulong(val, &v) || v > PURGE_DELAY_MAX)
+	if (sysfs_parse_delay(val, PURGE_DELAY_MAX, &v))
 		return -EINVAL;
-	return page_alloc_set_purge_delay((long)v);
+	return page_alloc_set_purge_delay(v);
 }
 
 static void keep_show(struct seq_buf *s, void *obj, long max)

@@ -96,6 +96,7 @@ enum stat_item {
 	BARN_PUT_FAIL,		/* the barn had room for no more full sheaves */
 	SHEAF_BUSY,		/* CPU sheaves locked: went to the slabs */
 	IDLE_FLUSH,		/* an idle CPU's sheaf or CPU slab, or the barn, flushed */
+	RELEASE_OBJECT,		/* a free object's pages given back (release.c) */
 	NR_SLUB_STAT_ITEMS
 };
 
@@ -121,9 +122,16 @@ struct slab {
 		};
 		unsigned __int128 freelist_counters;
 	} __aligned(16);
-	struct slab *next;		/* CPU partial chain */
-	int slabs;			/* CPU partial: slabs from here on */
-	int cpu_partial_pad;
+	union {
+		struct {			/* on a CPU partial list */
+			struct slab *next;	/* the chain */
+			int slabs;		/* slabs from here on */
+		};
+		struct {			/* on the node partial list (release.c) */
+			void *released;		/* freelist head at the last release */
+			uint32_t idle_ms;	/* on the list since; 0: not looked at */
+		};
+	};
 };
 
 _Static_assert(sizeof(struct slab) == sizeof(struct page),

@@ -70,6 +70,7 @@ const struct si_field_desc si_fields[SI_NR_FIELDS] = {
 	[SI_BARN_PUT_FAIL] = { "barn_put_fail", 0, "full sheaf, full barn" },
 	[SI_SHEAF_BUSY] = { "sheaf_busy", 0, "sheaves locked: went to the slabs" },
 	[SI_IDLE_FLUSH] = { "idle_flush", 0, "idle CPUs' sheaves and slabs, idle barns flushed" },
+	[SI_RELEASE_OBJECT] = { "release_object", 0, "free objects whose pages went back" },
 };
 
 const char *const si_zone_keys[SI_NR_ZONE] = {

@@ -86,6 +86,9 @@ void add_partial(struct kmem_cache_node *n, struct slab *slab, int tail)
 		list_add_tail(&slab->slab_list, &n->partial);
 	else
 		list_add(&slab->slab_list, &n->partial);
+	/* Over the CPU partial chain's fields: nothing released yet. */
+	slab->released = NULL;
+	slab->idle_ms = 0;
 	/* Atomic store: a thrashing free peeks at it without the lock. */
 	WRITE_ONCE(slab->flags, slab->flags | SL_partial);
 }

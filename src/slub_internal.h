@@ -185,7 +185,7 @@ void flush_cache_cpus(struct kmem_cache *s);
 
 /* Idle CPUs (idle.c): from the sheaves' slow paths, with the purge's clock. */
 void __slab_idle_tick(unsigned long now, bool all);
-/* How often the looks come, by the purge delay; 0 while purging is off. */
+/* How often the looks come (idle CPUs, free objects' pages); 0 while purging is off. */
 unsigned long slab_idle_interval_ms(void);
 
 static inline void slab_idle_tick(unsigned long now)
@@ -332,6 +332,13 @@ unsigned int sheaf_take_stopped(struct kmem_cache *s, unsigned int cpu, void **o
 void sheaf_free_taken(struct kmem_cache *s, void **objs, unsigned int n);
 bool sheaf_cpu_idle(struct kmem_cache *s, unsigned int cpu);
 bool shrink_idle_barn(struct kmem_cache *s);
+/* Free objects' pages back (release.c): policy/release_delay_ms. */
+#define RELEASE_DELAY_DEFAULT	100
+int slab_release_delay(void);
+int slab_set_release_delay(long ms);
+bool release_due(unsigned long now);
+unsigned long release_interval_ms(void);
+void release_look(unsigned long now);
 int set_sheaf_capacity(struct kmem_cache *s, unsigned int capacity);
 void init_sheaves(struct kmem_cache *s, unsigned int capacity);
 unsigned int default_sheaf_capacity(const struct kmem_cache *s);

@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "init.h"
+#include "page_alloc.h"
 #include "slub_internal.h"
 #include "symbol.h"
 
@@ -88,6 +89,23 @@ static int background_store(void *obj, long arg, const char *val)
 	return background_thread_set(v);
 }
 
+static void release_show(struct seq_buf *sb, void *obj, long arg)
+{
+	(void)obj, (void)arg;
+	seq_printf(sb, "%d\n", slab_release_delay());
+}
+
+/* -1: free objects keep their pages; else they go back after this long. */
+static int release_store(void *obj, long arg, const char *val)
+{
+	long v;
+
+	(void)obj, (void)arg;
+	if (sysfs_parse_delay(val, PURGE_DELAY_MAX, &v))
+		return -EINVAL;
+	return slab_set_release_delay(v);
+}
+
 static const struct slub_attr policy_attrs[] = {
 	{ "preset", policy_show, NULL, 0 },
 	{ "description", policy_show, NULL, 1 },
@@ -104,6 +122,7 @@ static const struct slub_attr policy_attrs[] = {
 	{ "presets", presets_show, NULL, 0 },
 	{ "background_thread", background_show, background_store, 0 },
 	{ "background_thread_ticks", background_show, NULL, 1 },
+	{ "release_delay_ms", release_show, release_store, 0 },
 };
 
 static struct sysfs_dir policy_dir = {
@@ -550,6 +569,7 @@ static const struct slub_attr slab_attrs[] = {
 	STAT("barn_put_fail", BARN_PUT_FAIL),
 	STAT("sheaf_busy", SHEAF_BUSY),
 	STAT("idle_flush", IDLE_FLUSH),
+	STAT("release_object", RELEASE_OBJECT),
 };
 
 __startup void slab_sysfs_add(struct kmem_cache *s)

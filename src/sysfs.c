@@ -79,6 +79,20 @@ int sysfs_parse_ulong(const char *val, unsigned long *out)
 	return 0;
 }
 
+int sysfs_parse_delay(const char *val, unsigned long max, long *out)
+{
+	unsigned long v;
+
+	if (val && (!strcmp(val, "-1") || !strcmp(val, "-1\n"))) {
+		*out = -1;
+		return 0;
+	}
+	if (sysfs_parse_ulong(val, &v) || v > max)
+		return -EINVAL;
+	*out = (long)v;
+	return 0;
+}
+
 void sysfs_show_counter(struct seq_buf *s, pcpu_off_t off)
 {
 	unsigned int cpu;

@@ -60,6 +60,8 @@ int __slub_sysfs_write(const char *path, const char *value);
 
 /* Strict parsing of a written value: digits, optional trailing newline. */
 int sysfs_parse_ulong(const char *val, unsigned long *out);
+/* A delay in ms: -1 (never) or 0..max. */
+int sysfs_parse_delay(const char *val, unsigned long max, long *out);
 
 /* A per-CPU statistic: "<total> C0=<n> C1=<n>" (CPUs with n != 0). */
 void sysfs_show_counter(struct seq_buf *s, pcpu_off_t off);

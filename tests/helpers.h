@@ -321,7 +321,7 @@ static const char *const slab_stat_names[] __attribute__((unused)) = {
 	"cpu_partial_alloc", "cpu_partial_free", "cpu_partial_node",
 	"cpu_partial_drain", "list_lock", "alloc_cpu_sheaf", "free_cpu_sheaf",
 	"sheaf_flush", "sheaf_refill", "barn_get", "barn_get_fail", "barn_put",
-	"barn_put_fail", "sheaf_busy", "idle_flush",
+	"barn_put_fail", "sheaf_busy", "idle_flush", "release_object",
 };
 
 #define NR_SLAB_STATS	(sizeof(slab_stat_names) / sizeof(slab_stat_names[0]))

@@ -103,6 +103,66 @@ static void test_purge_after_delay(void)
 	CHECK_EQ(slub_sysfs_write("page_alloc/purge_delay_ms", "1000"), 0);
 }
 
+/*
+ * Free objects of a medium class left in partial slabs give back their
+ * pages after policy/release_delay_ms (src/release.c): blocks of 40,000
+ * bytes (kmalloc-40960, 3 to a 128 KiB slab), two in three freed so that
+ * most slabs keep a survivor. malloc_trim() puts the sheaves' and barns'
+ * objects back in their slabs and gives back the empty slabs; what then
+ * stays resident is the free objects' pages, until a look releases all
+ * but the first page of each.
+ */
+#define MED		40000
+#define MED_NR		2048
+
+static void test_free_objects_released(void)
+{
+	static char *med[MED_NR];
+	long trimmed, released;
+	int bad = 0;
+
+	CHECK_EQ(slub_sysfs_write("policy/release_delay_ms", "-1"), 0);
+	for (int i = 0; i < MED_NR; i++) {
+		med[i] = malloc(opaque_size(MED));
+		CHECK(med[i] != NULL);
+		memset(med[i], 1 + i % 250, MED);
+	}
+	for (int i = 0; i < MED_NR; i++)
+		if (i % 3) {
+			free(med[i]);
+			med[i] = NULL;
+		}
+	malloc_trim(0);
+	trimmed = rss_kib();
+	CHECK_EQ(slub_sysfs_write("policy/release_delay_ms", "20"), 0);
+	/* Slow paths (refills and flushes of another class) run the looks. */
+	for (int round = 0; round < 20; round++) {
+		void *p[256];
+
+		sleep_ms(10);
+		for (int i = 0; i < 256; i++)
+			p[i] = malloc(opaque_size(12000));
+		for (int i = 0; i < 256; i++)
+			free(p[i]);
+	}
+	released = rss_kib();
+	fprintf(stderr, "rss after the frees and malloc_trim %ld KiB, %ld after "
+		"the looks\n", trimmed, released);
+	if (slab_debug_cache("kmalloc-40960"))
+		/* Poison in the free objects: they keep their pages. */
+		CHECK(trimmed - released < 8 << 10);
+	else
+		/* 1,365 free objects of 10 pages, 9 of them back: about 48 MiB. */
+		CHECK(trimmed - released >= 32 << 10);
+	for (int i = 0; i < MED_NR; i += 3) {
+		for (int j = 0; j < MED; j++)
+			bad |= med[i][j] != (char)(1 + i % 250);
+		free(med[i]);
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(slub_sysfs_write("policy/release_delay_ms", "100"), 0);
+}
+
 /* ---- Merged blocks kept while they are wanted again ------------------------------- */
 
 #define PC_RING		64	/* handed over in turns of a full ring */
@@ -545,6 +605,7 @@ int main(int argc, char **argv)
 	TEST(test_malloc_trim);
 	TEST(test_purge_after_delay);
 	TEST(test_kept_blocks);
+	TEST(test_free_objects_released);
 	TEST(test_trim_without_membarrier);
 	TEST(test_background_thread);
 	TEST(test_background_thread_fork);
