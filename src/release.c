@@ -77,31 +77,39 @@ static bool cache_releases(const struct kmem_cache *s)
 	       !(s->flags & SLAB_ALLOCATOR_OWN) && !READ_ONCE(release_refused);
 }
 
-static void release_range(uintptr_t start, uintptr_t end)
+/* Whether [start, end) went back (or is empty). */
+static bool release_range(uintptr_t start, uintptr_t end)
 {
-	if (start < end && madvise((void *)start, end - start, MADV_DONTNEED) &&
-	    errno == EINVAL)
+	if (start >= end || !madvise((void *)start, end - start, MADV_DONTNEED))
+		return true;
+	if (errno == EINVAL)
 		WRITE_ONCE(release_refused, true);
+	return false;
 }
 
-/* The pages wholly inside object's slot but the one with its free pointer. */
-static void release_object(struct kmem_cache *s, void *object)
+/*
+ * The pages wholly inside object's slot but the one with its free
+ * pointer; whether they went back.
+ */
+static bool release_object(struct kmem_cache *s, void *object)
 {
 	uintptr_t start = (uintptr_t)object, end = start + s->size;
 	uintptr_t fp_page = (start + s->offset) & ~(uintptr_t)(PAGE_SIZE - 1);
 	uintptr_t first = (start + PAGE_SIZE - 1) & ~(uintptr_t)(PAGE_SIZE - 1);
 	uintptr_t last = end & ~(uintptr_t)(PAGE_SIZE - 1);
 
-	release_range(first, fp_page < last ? fp_page : last);
-	release_range(fp_page + PAGE_SIZE > first ? fp_page + PAGE_SIZE : first, last);
+	return release_range(first, fp_page < last ? fp_page : last) &&
+	       release_range(fp_page + PAGE_SIZE > first ? fp_page + PAGE_SIZE : first,
+			     last);
 }
 
 /*
  * Under list_lock: give back the objects of slab freed since its last
- * release, if it has been idle for delay ms. Returns how many.
+ * release, if the looks have seen it on the list for delay ms. Returns
+ * how many it looked at; *released counts those whose pages went back.
  */
 static unsigned int release_slab(struct kmem_cache *s, struct slab *slab,
-				 uint32_t now, uint32_t delay)
+				 uint32_t now, uint32_t delay, unsigned int *released)
 {
 	unsigned int n = 0;
 	void *head, *p;
@@ -122,7 +130,7 @@ static unsigned int release_slab(struct kmem_cache *s, struct slab *slab,
 	for (p = head; p && p != slab->released && n < slab->objects; n++) {
 		void *next = get_freepointer(s, p);
 
-		release_object(s, p);
+		*released += release_object(s, p);
 		if (next && !object_start(s, slab, next))
 			break;
 		p = next;
@@ -135,7 +143,7 @@ static unsigned int release_slab(struct kmem_cache *s, struct slab *slab,
 static bool release_cache(struct kmem_cache *s, uint32_t now, uint32_t delay)
 {
 	struct kmem_cache_node *n = get_node(s, 0);
-	unsigned int released = 0;
+	unsigned int seen = 0, released = 0;
 	bool more = false;
 	struct list_head *pos;
 
@@ -146,11 +154,11 @@ static bool release_cache(struct kmem_cache *s, uint32_t now, uint32_t delay)
 	list_for_each(pos, &n->partial) {
 		struct slab *slab = list_entry(pos, struct slab, slab_list);
 
-		if (released >= RELEASE_BATCH) {
+		if (seen >= RELEASE_BATCH) {
 			more = true;
 			break;
 		}
-		released += release_slab(s, slab, now, delay);
+		seen += release_slab(s, slab, now, delay, &released);
 	}
 	list_unlock(n);
 	if (released)

@@ -10,11 +10,13 @@
  * itself from slow paths then never find a slab due. mincore() says
  * which pages are resident.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -367,6 +369,50 @@ static void test_release_racing(void)
 	kmem_cache_destroy(race_cache[1]);
 }
 
+/*
+ * Under mlockall() the program asked to keep its pages: madvise() refuses
+ * locked memory, nothing is counted as given back, the objects in use are
+ * intact, and the looks stop asking. In a child: the refusal stays for
+ * the process.
+ */
+static void locked_child(void *arg)
+{
+	const char *name = "t-rel-locked";
+	const size_t size = 28672;
+	static void *obj[MAX_OBJS], *gone[MAX_OBJS];
+	struct kmem_cache *s;
+	unsigned int nr;
+
+	(void)arg;
+	test_failed_checks = 0;
+	if (mlockall(MCL_CURRENT | MCL_FUTURE)) {
+		fprintf(stderr, "mlockall: %s: not checked here\n", strerror(errno));
+		_exit(0);
+	}
+	s = make_cache(name, (unsigned int)size, 0, NULL, false);
+	nr = 2 * (unsigned int)slab_num(name, "objs_per_slab");
+	migrate_to(0);
+	fill_and_free_half(s, obj, gone, nr, size);
+	look();
+	look();
+	CHECK_EQ(slab_num(name, "release_object"), 0);
+	for (unsigned int i = 0; i < nr; i++) {
+		if (obj[i])
+			CHECK(pattern_ok(obj[i], size, (unsigned char)(1 + i % 250)));
+		else
+			CHECK_EQ(pages_out(gone[i], size), 0);
+	}
+	_exit(test_failed_checks ? 1 : 0);
+}
+
+static void test_release_locked(void)
+{
+	int status = run_in_child(locked_child, NULL);
+
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
+}
+
 /* policy/release_delay_ms: -1 or 0..an hour, read back as written. */
 static void test_release_knob(void)
 {
@@ -393,6 +439,7 @@ int main(void)
 	TEST(test_release_unaligned);
 	TEST(test_not_released);
 	TEST(test_release_racing);
+	TEST(test_release_locked);
 	TEST(test_release_knob);
 	return test_done();
 }
