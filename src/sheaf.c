@@ -270,6 +270,8 @@ static enum barn_put_result barn_put_full(struct kmem_cache *s,
 		return PUT_NO_SHEAF;
 	memcpy(sheaf->objects, objs, n * sizeof(void *));
 	sheaf->size = n;
+	sheaf->seen_ms = 0;
+	sheaf->released = false;
 	slub_lock(&barn->lock);
 	/*
 	 * Capacity 0 meanwhile (set_sheaf_capacity() writes it, then empties

@@ -231,6 +231,9 @@ _Static_assert(offsetof(struct slub_percpu_sheaves, capacity) ==
 /* A sheaf off the CPUs: in a barn, full, or empty for reuse; or a CPU's spare. */
 struct slab_sheaf {
 	unsigned int size;
+	/* A full sheaf in the barn (release.c), under the barn's lock. */
+	uint32_t seen_ms;		/* the first look that saw it there; 0: none */
+	bool released;			/* its objects' pages went back */
 	void *objects[SHEAF_MAX_CAPACITY];
 };
 

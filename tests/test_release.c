@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "sheaves_helpers.h"
 #include "page_alloc.h"
 #include "slub_internal.h"
 #include "test.h"
@@ -129,7 +130,7 @@ static void test_release_free_objects(void)
 	unsigned int per = (unsigned int)slab_num(name, "objs_per_slab");
 	unsigned int nr = 4 * per, freed, partial;
 	static void *obj[MAX_OBJS], *gone[MAX_OBJS];
-	void *again;
+	void *reused;
 
 	migrate_to(0);
 	CHECK(nr <= MAX_OBJS);
@@ -165,14 +166,14 @@ static void test_release_free_objects(void)
 	for (unsigned int i = 0; i < nr; i++) {
 		if (obj[i])
 			continue;
-		again = kmem_cache_alloc(s, GFP_KERNEL);
-		CHECK(again != NULL);
-		if (!again)
+		reused = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(reused != NULL);
+		if (!reused)
 			break;
-		CHECK(pattern_ok((unsigned char *)again + PAGE_SIZE, size - PAGE_SIZE, 0));
-		memset(again, 0x5a, size);
-		CHECK(pattern_ok(again, size, 0x5a));
-		obj[i] = again;
+		CHECK(pattern_ok((unsigned char *)reused + PAGE_SIZE, size - PAGE_SIZE, 0));
+		memset(reused, 0x5a, size);
+		CHECK(pattern_ok(reused, size, 0x5a));
+		obj[i] = reused;
 	}
 	CHECK_EQ(slab_num(name, "partial"), 0);
 	for (unsigned int i = 0; i < nr; i++)
@@ -216,6 +217,72 @@ static void test_release_unaligned(void)
 	for (unsigned int i = 0; i < nr; i++)
 		if (obj[i])
 			kmem_cache_free(s, obj[i]);
+	kmem_cache_destroy(s);
+}
+
+/*
+ * Full sheaves waiting in the barn: their objects give back every whole
+ * page (no free pointer to keep) once the looks have seen the sheaf there
+ * for the delay; those in the CPU's own sheaf, which the next allocations
+ * take, keep theirs. Handed out again, they read zeros.
+ */
+static void test_release_barn(void)
+{
+	const char *name = "t-rel-barn";
+	const size_t size = 28672;
+	struct kmem_cache *s = make_cache(name, (unsigned int)size, 0, NULL, true);
+	static void *obj[64];
+	unsigned int nr = 40, freed = 18, out = 0, kept = 0, in_barn;
+	long long cached, full;
+
+	migrate_to(0);
+	CHECK_EQ(slab_set(name, "sheaf_capacity", "4"), 0);
+	CHECK_EQ(slab_clear_stats(name), 0);
+	for (unsigned int i = 0; i < nr; i++) {
+		obj[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(obj[i] != NULL);
+		memset(obj[i], 1 + (int)i, size);
+	}
+	for (unsigned int i = 0; i < freed; i++)
+		kmem_cache_free(s, obj[i]);
+	sheaves(name, &cached, &full);
+	CHECK_EQ(cached, freed);
+	CHECK(full >= 3);
+	/* What the barn holds: all but the CPU's own sheaf. */
+	in_barn = (unsigned int)cached - pcs_of(s, 0)->size;
+	CHECK(in_barn >= 3 * 3);
+	look();
+	CHECK_EQ(slab_num(name, "release_object"), 0);
+	look();
+	CHECK_EQ(slab_num(name, "release_object"), SLAB_STATS ? in_barn : 0);
+	for (unsigned int i = 0; i < freed; i++) {
+		unsigned int o = pages_out(obj[i], size);
+
+		CHECK(o == 0 || o == 7);
+		out += o == 7;
+		kept += o == 0;
+	}
+	CHECK_EQ(out, in_barn);
+	CHECK_EQ(kept, freed - in_barn);
+	for (unsigned int i = freed; i < nr; i++)
+		CHECK(pattern_ok(obj[i], size, (unsigned char)(1 + i)));
+	/* Seen and done: the next look gives nothing back again. */
+	look();
+	CHECK_EQ(slab_num(name, "release_object"), SLAB_STATS ? in_barn : 0);
+	/* Taken again: the CPU's sheaf, then the barn's, zeros where released. */
+	for (unsigned int i = 0; i < freed; i++) {
+		unsigned char *p = kmem_cache_alloc(s, GFP_KERNEL);
+
+		CHECK(p != NULL);
+		if (!p)
+			break;
+		if (pages_out(p, size))
+			CHECK(pattern_ok(p, size, 0));
+		memset(p, 0x6b, size);
+		obj[i] = p;
+	}
+	for (unsigned int i = 0; i < nr; i++)
+		kmem_cache_free(s, obj[i]);
 	kmem_cache_destroy(s);
 }
 
@@ -389,6 +456,11 @@ static void locked_child(void *arg)
 		fprintf(stderr, "mlockall: %s: not checked here\n", strerror(errno));
 		_exit(0);
 	}
+	/* The sanitizers' mlockall() succeeds and locks nothing. */
+	if (status_field("VmLck:") <= 0) {
+		fprintf(stderr, "mlockall locked nothing: not checked here\n");
+		_exit(0);
+	}
 	s = make_cache(name, (unsigned int)size, 0, NULL, false);
 	nr = 2 * (unsigned int)slab_num(name, "objs_per_slab");
 	migrate_to(0);
@@ -437,6 +509,7 @@ int main(void)
 	clock_now = coarse_clock_ms();
 	TEST(test_release_free_objects);
 	TEST(test_release_unaligned);
+	TEST(test_release_barn);
 	TEST(test_not_released);
 	TEST(test_release_racing);
 	TEST(test_release_locked);
