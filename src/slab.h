@@ -25,7 +25,10 @@
  *   frozen        the CPU slab of one CPU (kmem_cache_cpu.slab)
  *   cpu partial   on one CPU's kmem_cache_cpu.partial chain (slab->next),
  *                 not frozen (Linux 6.8's delayed freezing)
- *   node partial  on kmem_cache_node.partial under list_lock (SL_partial)
+ *   node partial  on kmem_cache_node.partial under list_lock (SL_partial);
+ *                 slab->released and idle_ms, over the CPU partial chain's
+ *                 fields, say what of its free objects' pages went back
+ *                 (release.c), and add_partial() clears them
  *   full          on no list: no free object, not frozen
  *
  * Per-CPU state (see percpu.h): kmem_cache_cpu.freelist and .slab are
