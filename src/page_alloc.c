@@ -680,8 +680,9 @@ static bool pcp_pages_held(void)
  * them and take from the buddy lists directly, not through this CPU's
  * list, whose lock another thread of the CPU may hold, and whose refill
  * would pass pages on again. As long as one allocation is here, refills
- * take one block and frees go to the buddy (zone.nr_draining), so no
- * CPU's list takes back what the drain gave: one drain and a few tries
+ * take one block (zone.nr_draining), so no CPU's list takes back what the
+ * drain gave; a page freed to a list meanwhile is drained at the next
+ * round (the free path stays as it was): one drain and a few tries
  * had failed while a list held up to 251 pages of an 8 MiB arena
  * (helper-43: 16 threads moved between CPUs, pcp_batch=1024; 1-2 rounds
  * in 350 still after a retry of eight drains). The count is raised
@@ -715,9 +716,7 @@ static void free_one_page(struct page *page, unsigned int order)
 
 static void free_unref_page(struct page *page, unsigned int order)
 {
-	/* An allocation is out of pages (rmqueue_drained()): to the buddy. */
-	if (pcp_allowed_order(order) &&
-	    !__atomic_load_n(&zone.nr_draining, __ATOMIC_RELAXED)) {
+	if (pcp_allowed_order(order)) {
 		unsigned int cpu = raw_smp_processor_id();
 		struct per_cpu_pages *pcp = pcp_ptr(cpu);
 
