@@ -52,6 +52,7 @@
 
 #define RELEASE_BATCH	32	/* objects a look gives back, per cache */
 #define RELEASE_MIN_MS	10	/* looks at most this often, whatever the delay */
+#define RELEASE_DELAY_DEFAULT	100
 
 /* policy/release_delay_ms: -1 never; else after this long. */
 static int release_delay_ms = RELEASE_DELAY_DEFAULT;

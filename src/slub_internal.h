@@ -333,7 +333,6 @@ void sheaf_free_taken(struct kmem_cache *s, void **objs, unsigned int n);
 bool sheaf_cpu_idle(struct kmem_cache *s, unsigned int cpu);
 bool shrink_idle_barn(struct kmem_cache *s);
 /* Free objects' pages back (release.c): policy/release_delay_ms. */
-#define RELEASE_DELAY_DEFAULT	100
 int slab_release_delay(void);
 int slab_set_release_delay(long ms);
 bool release_due(unsigned long now);
