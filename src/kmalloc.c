@@ -301,7 +301,7 @@ size_t ksize(const void *p)
 	return size;
 }
 
-bool kmalloc_resize(const void *p, size_t new_size, gfp_t gfp)
+bool kmalloc_resize(const void *p, size_t new_size, gfp_t gfp, const void *caller)
 {
 	struct kmem_cache *s;
 	struct slab *slab = virt_to_obj_slab(p, &s);
@@ -311,6 +311,11 @@ bool kmalloc_resize(const void *p, size_t new_size, gfp_t gfp)
 		return true;
 	if (kmem_cache_debug(s))
 		return kmalloc_debug_resize(s, slab, (void *)p, new_size, gfp);
+	/* The free fast paths' cheap double-free look; debug caches look at all. */
+	if (unlikely(last_freed_here(s, p))) {
+		report_resize_free(s, p, caller);
+		return false;
+	}
 	ks = s->object_size;
 	if ((gfp & __GFP_ZERO) && new_size < ks)
 		memset((char *)p + new_size, 0, ks - new_size);
@@ -345,7 +350,7 @@ void *krealloc(const void *p, size_t new_size, gfp_t gfp)
 	}
 	slab = virt_to_obj_slab(p, &s);
 	if (new_size <= ks) {
-		if (slab && !kmalloc_resize(p, new_size, gfp)) {
+		if (slab && !kmalloc_resize(p, new_size, gfp, __builtin_return_address(0))) {
 			errno = EINVAL;
 			return NULL;
 		}

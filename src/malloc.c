@@ -434,8 +434,8 @@ static void *realloc_slow(void *p, size_t size, const void *caller)
 	}
 	/* Fits, and not worth moving to save less than half. */
 	if (size <= old && size >= old / 2) {
-		if (in_arena(p) && !kmalloc_resize(p, size, GFP_KERNEL)) {
-			errno = EINVAL;	/* a debug cache found it free */
+		if (in_arena(p) && !kmalloc_resize(p, size, GFP_KERNEL, caller)) {
+			errno = EINVAL;	/* found free: reported */
 			return NULL;
 		}
 		return p;
@@ -452,7 +452,7 @@ move:
 }
 
 /* Success, and realloc(p, 0)'s NULL, leave errno alone (slub_malloc_slow()). */
-static void *slub_realloc(void *p, size_t size, const void *caller)
+static __noinline void *slub_realloc(void *p, size_t size, const void *caller)
 {
 	int saved_errno = errno;
 	void *n = realloc_slow(p, size, caller);
@@ -462,8 +462,54 @@ static void *slub_realloc(void *p, size_t size, const void *caller)
 	return n;
 }
 
+/*
+ * realloc()'s fast paths, for a block of a cache with sheaves: the map
+ * byte names its class and the check its start, as free()'s; debug caches
+ * have no sheaves and a vfork() hold zeroes the limit, so both go slow.
+ * Returns the block's size, 0 for a block they leave to realloc_slow().
+ */
+static __always_inline unsigned int realloc_fast_size(void *p, unsigned int *map_id)
+{
+	const struct slab_fast *f;
+	struct kmem_cache *s;
+
+	*map_id = virt_to_map_id(p, __atomic_load_n(&sheaf_fast_limit.free, __ATOMIC_ACQUIRE));
+	f = &slab_fast[*map_id];
+	if (unlikely(!object_start_fast(&f->check, p)))
+		return 0;
+	s = READ_ONCE(f->cache);
+	if (unlikely(!s) || unlikely(!READ_ONCE(s->sheaf_capacity)))
+		return 0;
+	return s->object_size;
+}
+
+/*
+ * A block the new size fits, and fills at least half of, stays where it
+ * is, as realloc_slow() would keep it; one that does not moves to a
+ * block malloc()'s fast path gives, and free()'s takes it back. Without
+ * the slab lookups of realloc_slow(), in-place resizes of 90-105 bytes
+ * went from 10-13 ns to 3.5-5 (glibc's: 4.5-9.5). The look at the CPU
+ * sheaf's top before keeping a block is free()'s double-free look: a
+ * block found there is free, and the slow path reports it (a move's
+ * free() makes the look itself).
+ */
 MALLOC_API void *realloc(void *p, size_t size)
 {
+	unsigned int map_id, old = realloc_fast_size(p, &map_id);
+	void *n;
+
+	if (likely(old)) {
+		if (size <= old && size >= old / 2) {
+			/* An empty sheaf, or no sequences here (the lock mode): slow. */
+			if (likely(rseq_array_peek(rseq_area(), sheaf_slot_addr(map_id),
+						   &n) == RSEQ_OK) && likely(n != p))
+				return p;
+		} else if (likely(size) && likely(malloc_fast(size, &n))) {
+			memcpy(n, p, old < size ? old : size);
+			slub_free(p, __builtin_return_address(0));
+			return n;
+		}
+	}
 	return slub_realloc(p, size, __builtin_return_address(0));
 }
 

@@ -410,6 +410,21 @@ enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, void **load)
 	return r;
 }
 
+enum rseq_result percpu_lock_array_peek(pcpu_off_t ctl, void **load)
+{
+	unsigned int cpu;
+	struct percpu_array *a = (struct percpu_array *)lock_this_cpu(ctl, PERCPU_ARRAY(ctl), &cpu);
+	enum rseq_result r = RSEQ_FAIL;
+	uint32_t n = READ_ONCE(a->size);
+
+	if (n) {
+		*load = a->objects[n - 1];
+		r = RSEQ_OK;
+	}
+	unlock_this_cpu(ctl, cpu);
+	return r;
+}
+
 enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, void *node)
 {
 	unsigned int cpu;

@@ -455,6 +455,7 @@ _Static_assert(sizeof(struct percpu_ctl) == 8, "the arch's array sequences say 8
 
 enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, void **load);
 enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, void *node);
+enum rseq_result percpu_lock_array_peek(pcpu_off_t ctl, void **load);
 
 /*
  * The array at ctl, given by its CPU 0 address (pcpu_base + offset), with
@@ -488,6 +489,32 @@ fail:
 	return RSEQ_FAIL;
 dup:
 	return RSEQ_DUP;
+}
+
+/* The last object of the array at ctl (CPU 0 address), left there. */
+static __always_inline enum rseq_result
+rseq_array_peek(rseq_tp_t rs, char *ctl, void **load)
+{
+	void *obj;
+
+	RSEQ_RESTART_POINT(abort);
+	ARCH_RSEQ_ARRAY_PEEK(rs, ctl, obj, PERCPU_UNIT_SHIFT, abort, stopped, fail);
+	*load = obj;
+	return RSEQ_OK;
+stopped:
+	return RSEQ_STOPPED;
+fail:
+	return RSEQ_FAIL;
+}
+
+/* On the current CPU: the last object of the array after ctl, left there. */
+static __always_inline enum rseq_result
+this_cpu_array_peek(pcpu_off_t ctl, void **load)
+{
+	struct slub_rseq_abi *rs;
+
+	RSEQ_GET_OR(rs, percpu_lock_array_peek(ctl, load));
+	return rseq_array_peek(rseq_tp(rs), pcpu_base + ctl, load);
 }
 
 /* On the current CPU: pop the last object of the array after ctl. */

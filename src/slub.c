@@ -1089,6 +1089,40 @@ __noinline void report_double_free(struct kmem_cache *s, const void *obj,
 }
 
 /*
+ * Whether object is the last one freed on this CPU: the top of its CPU
+ * sheaf, or for a cache without sheaves the head of its CPU freelist. The
+ * look each free fast path makes before its push, for the callers that
+ * keep an object where it is instead of freeing it (krealloc(), the
+ * drop-in's realloc()): one that is free already would be handed out
+ * twice. Neither look writes. The head is read without a sequence: a
+ * head seen equal to object was object at that moment, and a live object
+ * is never the head, nor the sheaf's top, since its owner took it off
+ * (only frees write an object there), so neither look can report a block
+ * in use, even from another CPU (migrated, or a vfork child's stale CPU
+ * number).
+ */
+bool last_freed_here(struct kmem_cache *s, const void *object)
+{
+	void *top;
+
+	if (READ_ONCE(s->sheaf_capacity) && s->cpu_sheaves)
+		return this_cpu_array_peek(s->cpu_sheaves, &top) == RSEQ_OK &&
+		       top == object;
+	return READ_ONCE(*(void **)per_cpu_ptr(CPU_SLAB_FREELIST(s),
+					       raw_smp_processor_id())) == object;
+}
+
+/* A resize in place of the object last_freed_here() found free. */
+__noinline void report_resize_free(struct kmem_cache *s, const void *obj,
+				   const void *caller)
+{
+	slab_add_error(s);
+	slub_pr_err("BUG %s: Object already free\nObject %p: resized while it is "
+		    "the last object freed on this CPU; left free\n", s->name, obj);
+	slub_pr_caller(caller ? caller : __builtin_return_address(0));
+}
+
+/*
  * A free to a slab that counts fewer objects in use than are being freed
  * to it: one of them was freed twice (A, B, A, where no head check sees
  * it) after the slab's count had reached zero. Counted, the count would

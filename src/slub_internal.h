@@ -136,6 +136,8 @@ void report_bad_free(struct kmem_cache *s, struct slab *slab, const void *obj,
 		     const void *caller);
 /* caller: the program's call, where known; NULL: the library's own. */
 void report_double_free(struct kmem_cache *s, const void *obj, const void *caller);
+bool last_freed_here(struct kmem_cache *s, const void *object);
+void report_resize_free(struct kmem_cache *s, const void *obj, const void *caller);
 void report_orphan_object(struct kmem_cache *s, const void *obj);
 void report_freelist_cycle(struct kmem_cache *s, struct slab *slab);
 void report_freepointer_corrupt(struct kmem_cache *s, struct slab *slab, const void *p);
@@ -730,7 +732,7 @@ bool report_inside_object(const void *p, const void *caller);
  * realloc() keeping p: its new request size (red zone, orig_size). false
  * if a debug cache finds p free (reported): the caller fails, EINVAL.
  */
-bool kmalloc_resize(const void *p, size_t new_size, gfp_t gfp);
+bool kmalloc_resize(const void *p, size_t new_size, gfp_t gfp, const void *caller);
 /* A kmalloc cache (SLAB_KMALLOC, aligned to its size's power of two). */
 struct kmem_cache *create_kmalloc_cache(const char *name, unsigned int size);
 

@@ -226,23 +226,33 @@ static void double_free_trimmed(void)
 }
 
 /*
- * realloc() of a freed block to a size it still holds: with slub_debug
- * it is reported and fails with EINVAL, writing nothing (the request
- * size, the red zone) into the free object; the next mallocs of its
- * class find nothing corrupt. Without debug nothing cheap can tell.
+ * realloc() of a freed block to a size it still holds: reported and
+ * failed with EINVAL, the block left free. With slub_debug, whatever was
+ * freed since, writing nothing (the request size, the red zone) into the
+ * free object; without, when the block is the last one freed on this CPU,
+ * the look free() makes before its push, and the block is the next one
+ * malloc() hands out (before, realloc() returned it in place while the
+ * CPU sheaf held it, and two owners shared it). Either way the next
+ * mallocs of its class find nothing corrupt and hand out no block twice.
  */
 static void *rf_obj;
 
 static void fill_small(void *arg)
 {
+	void *p[200];
+
 	(void)arg;
 	for (int i = 0; i < 200; i++) {
-		void *p = malloc(hide_size(60));
-
-		CHECK(p != NULL);
-		if (p)
-			memset(p, 0x5a, 60);
+		p[i] = malloc(hide_size(60));
+		CHECK(p[i] != NULL);
+		if (p[i])
+			memset(p[i], 0x5a, 60);
+		for (int j = 0; j < i; j++)
+			if (p[j] == p[i])
+				CHECK(!"a block handed out twice");
 	}
+	if (!slab_debug_cache("kmalloc-64"))
+		CHECK(p[0] == rf_obj);
 }
 
 static void realloc_freed_smaller(void *arg)
@@ -253,12 +263,30 @@ static void realloc_freed_smaller(void *arg)
 	CHECK_EQ(errno, EINVAL);
 }
 
+/*
+ * To a size it does not hold, the block moves: the new block is the
+ * caller's, and the free of the old one is free()'s, which reports it.
+ */
+static void realloc_freed_larger(void *arg)
+{
+	unsigned char *n;
+
+	(void)arg;
+	n = realloc(rf_obj, hide_size(500));
+	CHECK(n != NULL && n != rf_obj);
+	if (n)
+		memset(n, 0x5a, 500);
+	free(n);
+}
+
 static void realloc_freed(void)
 {
 	char out[4096], more[4096];
 
 	rf_obj = malloc(hide_size(60));
 	free(rf_obj);
+	capture_stderr(realloc_freed_larger, NULL, out, sizeof(out));
+	CHECK(strstr(out, "Object already free") != NULL);
 	capture_stderr(realloc_freed_smaller, NULL, out, sizeof(out));
 	CHECK(strstr(out, "Object already free") != NULL);
 	capture_stderr(fill_small, NULL, more, sizeof(more));
@@ -294,11 +322,9 @@ static void test_double_free_trimmed(void)
 	run(double_free_trimmed);
 }
 
-/* Without debug nothing cheap tells: only slub_debug's caches are asked. */
 static void test_realloc_freed(void)
 {
-	if (slab_debug_cache("kmalloc-64"))
-		run(realloc_freed);
+	run(realloc_freed);
 }
 
 int main(void)

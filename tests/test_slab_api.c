@@ -696,6 +696,50 @@ static void test_krealloc(void)
 	CHECK(krealloc(NULL, 0, GFP_KERNEL) == ZERO_SIZE_PTR);
 }
 
+/*
+ * krealloc() of the object this CPU freed last, to a size it holds: the
+ * free fast path's double-free look, made before the object is kept in
+ * place. Reported and refused, the object left free: it is what the next
+ * kmalloc() of its class hands out, once, where krealloc() had returned
+ * it too and two owners shared it.
+ */
+static void *krf_obj, *krf_ret;
+static int krf_errno;
+
+static void krealloc_freed_call(void *arg)
+{
+	(void)arg;
+	errno = 0;
+	krf_ret = krealloc(krf_obj, 80, GFP_KERNEL);
+	krf_errno = errno;
+}
+
+static void test_krealloc_freed(void)
+{
+	char out[4096], name[32];
+	void *a, *b;
+	bool debug;
+
+	migrate_to(0);
+	krf_obj = kmalloc(100, GFP_KERNEL);
+	CHECK(krf_obj != NULL);
+	snprintf(name, sizeof(name), "kmalloc-%zu", ksize(krf_obj));
+	debug = slab_debug_cache(name);
+	kfree(krf_obj);
+	capture_stderr(krealloc_freed_call, NULL, out, sizeof(out));
+	CHECK(krf_ret == NULL);
+	CHECK_EQ(krf_errno, EINVAL);
+	CHECK(strstr(out, "Object already free") != NULL);
+	a = kmalloc(100, GFP_KERNEL);
+	b = kmalloc(100, GFP_KERNEL);
+	CHECK(a != NULL && b != NULL && a != b);
+	if (!debug)
+		CHECK(a == krf_obj);
+	kfree(a);
+	kfree(b);
+	unpin();
+}
+
 struct krealloc_arg {
 	void *p, *ret;
 	size_t size;
@@ -1400,6 +1444,7 @@ int main(int argc, char **argv)
 	TEST(test_kmalloc_alignment);
 	TEST(test_kmalloc_edges);
 	TEST(test_krealloc);
+	TEST(test_krealloc_freed);
 	TEST(test_krealloc_inside);
 	TEST(test_kmalloc_dirs);
 	TEST(test_sysfs_files);

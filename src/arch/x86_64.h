@@ -249,6 +249,28 @@ static inline rseq_tp_t arch_rseq_tp(uintptr_t offset)
 		: _abort, _stopped, _fail)
 
 /*
+ * Read the last object without taking it:
+ *	n = size; if (!n) goto fail; load = objects[n - 1];
+ * Nothing is stored, so the sequence has no commit: it is a consistent
+ * look at this CPU's array because an abort anywhere before 2 restarts it.
+ */
+#define ARCH_RSEQ_ARRAY_PEEK(_rs, _ctl, _load, _shift, _abort, _stopped, _fail) \
+	__asm__ __volatile__ goto(					\
+		RSEQ_ASM_DEFINE_TABLE(3, 1, 2, 4)			\
+		RSEQ_ASM_START(_shift)					\
+		"leaq (%[ctl], %%rax), %%rdx\n\t"			\
+		"movl 12(%%rdx), %%ecx\n\t"				\
+		"testl %%ecx, %%ecx\n\t"				\
+		"jz %l[fail]\n\t"					\
+		"movq 8(%%rdx, %%rcx, 8), %[load]\n\t"			\
+		"2:\n\t"						\
+		RSEQ_ASM_DEFINE_ABORT(4, _abort)			\
+		: [load] "=r"(_load)					\
+		: RSEQ_ASM_OPERANDS(_rs, _ctl)				\
+		: "memory", "cc", "rax", "rcx", "rdx"			\
+		: _abort, _stopped, _fail)
+
+/*
  * Push node onto the array unless it is full, or node is its last object
  * already (a double free):
  *	n = size; if (n >= capacity) goto fail;
