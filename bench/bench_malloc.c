@@ -39,6 +39,10 @@
  *   aligned   single's churn with aligned_alloc(64, n) for each block
  *             (cache-line-aligned structures: what C++'s alignas(64) types
  *             and per-thread counters ask for)
+ *   realloc   single's churn with the replacement a realloc() of the block
+ *             to its size changed by up to a quarter either way (within
+ *             -s): buffers and strings that grow and shrink a little, some
+ *             kept in place, some moved to another class
  *
  * Every block gets its first and last byte written; with -T, a byte in
  * each of its pages too (for blocks of many pages, where page faults
@@ -76,11 +80,12 @@
 #define CHECK_EVERY	256	/* iterations between looks at the clock/stop */
 #define ALIGNED_TO	64	/* the aligned workload's alignment: a cache line */
 
-enum { W_SINGLE, W_PRODCONS, W_OVERSUB, W_CXX, W_CXX_UNSIZED, W_CALLOC, W_ALIGNED, NR_WL };
+enum { W_SINGLE, W_PRODCONS, W_OVERSUB, W_CXX, W_CXX_UNSIZED, W_CALLOC, W_ALIGNED, W_REALLOC, NR_WL };
 enum { A_GLIBC, A_SLUB, A_JEMALLOC, A_TCMALLOC, A_MIMALLOC, NR_ALLOCS };
 
 static const char *const wl_name[NR_WL] = {
 	"single", "prodcons", "oversub", "cxx", "cxx-unsized", "calloc", "aligned",
+	"realloc",
 };
 static const char *const wl_op[NR_WL] = {
 	"one malloc+free: a random object of the working set replaced, then a "
@@ -92,6 +97,7 @@ static const char *const wl_op[NR_WL] = {
 	"as single, through operator new and operator delete(void *)",
 	"as single, with calloc(1, n) for each block",
 	"as single, with aligned_alloc(64, n) for each block",
+	"as single, the replacement a realloc() by up to a quarter either way",
 };
 static const char *const alloc_name[NR_ALLOCS] = {
 	"glibc", "libslub", "jemalloc", "tcmalloc", "mimalloc",
@@ -169,7 +175,7 @@ static inline void *xmalloc(size_t size)
 }
 
 /* How churn_loop() allocates: a constant at each call. */
-enum alloc_kind { ALLOC_MALLOC, ALLOC_CALLOC, ALLOC_ALIGNED };
+enum alloc_kind { ALLOC_MALLOC, ALLOC_CALLOC, ALLOC_ALIGNED, ALLOC_REALLOC };
 
 /* calloc's block, written as xmalloc's: the zeroing is the allocator's work. */
 static inline void *xalloc(enum alloc_kind kind, size_t size)
@@ -189,6 +195,7 @@ static pthread_barrier_t start_barrier;
 
 struct churn {
 	void **slot;
+	uint32_t *len;		/* the realloc workload's: each block's size */
 	unsigned int n;
 	uint64_t seed;
 	unsigned long long ops;
@@ -198,8 +205,13 @@ struct churn {
 static void churn_fill(struct churn *c)
 {
 	c->slot = xmalloc(c->n * sizeof(void *));
-	for (unsigned int i = 0; i < c->n; i++)
-		c->slot[i] = xmalloc(rnd_size(&c->seed));
+	for (unsigned int i = 0; i < c->n; i++) {
+		size_t size = rnd_size(&c->seed);
+
+		c->slot[i] = xmalloc(size);
+		if (c->len)
+			c->len[i] = (uint32_t)size;
+	}
 }
 
 static void churn_free(struct churn *c)
@@ -207,6 +219,7 @@ static void churn_free(struct churn *c)
 	for (unsigned int i = 0; i < c->n; i++)
 		free(c->slot[i]);
 	free(c->slot);
+	free(c->len);
 }
 
 /*
@@ -257,17 +270,53 @@ static __attribute__((noinline)) void churn_run_aligned(struct churn *c, double 
 	churn_loop(c, deadline, ALLOC_ALIGNED);
 }
 
+/*
+ * The realloc workload: a random block resized by up to a quarter of its
+ * size either way, clamped to -s, then single's malloc/free pair.
+ */
+static __attribute__((noinline)) void churn_run_realloc(struct churn *c, double deadline)
+{
+	unsigned long long ops = 0;
+
+	for (;;) {
+		for (unsigned int k = 0; k < CHECK_EVERY; k++) {
+			unsigned int i = rnd_below(&c->seed, c->n);
+			size_t old = c->len[i], size;
+			long delta = (long)(rnd(&c->seed) % (old / 2 + 1)) - (long)(old / 4);
+
+			size = (size_t)((long)old + delta);
+			size = size < opt.min_size ? opt.min_size :
+			       size > opt.max_size ? opt.max_size : size;
+			c->slot[i] = written(realloc(c->slot[i], size), size, "realloc");
+			c->len[i] = (uint32_t)size;
+			size = rnd_size(&c->seed);
+			void *p = xmalloc(size);
+
+			__asm__ volatile("" : : "r"(p) : "memory");
+			free(p);
+		}
+		ops += CHECK_EVERY * 2;
+		if (now() >= deadline)
+			break;
+	}
+	c->ops = ops;
+}
+
 static unsigned long long run_single(double *secs, enum alloc_kind kind)
 {
 	struct churn c = { .n = opt.ws, .seed = 0x9e3779b97f4a7c15ULL, .pair = true };
 	double t0;
 
+	if (kind == ALLOC_REALLOC)
+		c.len = xmalloc(c.n * sizeof(*c.len));
 	churn_fill(&c);
 	t0 = now();
 	if (kind == ALLOC_CALLOC)
 		churn_run_calloc(&c, t0 + opt.duration);
 	else if (kind == ALLOC_ALIGNED)
 		churn_run_aligned(&c, t0 + opt.duration);
+	else if (kind == ALLOC_REALLOC)
+		churn_run_realloc(&c, t0 + opt.duration);
 	else
 		churn_run(&c, t0 + opt.duration);
 	*secs = now() - t0;
@@ -493,9 +542,10 @@ static int child_main(unsigned int w)
 		return 2;
 	}
 	alarm((unsigned int)(opt.duration * 10) + 30);	/* a hang is a failure */
-	if (w == W_SINGLE || w == W_CALLOC || w == W_ALIGNED)
+	if (w == W_SINGLE || w == W_CALLOC || w == W_ALIGNED || w == W_REALLOC)
 		ops = run_single(&secs, w == W_CALLOC ? ALLOC_CALLOC :
-					w == W_ALIGNED ? ALLOC_ALIGNED : ALLOC_MALLOC);
+					w == W_ALIGNED ? ALLOC_ALIGNED :
+					w == W_REALLOC ? ALLOC_REALLOC : ALLOC_MALLOC);
 	else
 		ops = run_threads(w, &secs, &rings);
 	printf("%llu %.6f %ld %zu\n", ops, secs, status_kb("VmHWM"), rings >> 10);
@@ -758,7 +808,8 @@ static void print_tables(void)
 	       "threads; sizes %zu..%zu bytes%s; op = malloc + free\n"
 	       "  cxx, cxx-unsized: single through operator new and the sized or "
 	       "unsized delete; calloc: single with calloc; aligned: single with "
-	       "aligned_alloc(%d, n)\n",
+	       "aligned_alloc(%d, n);\n  realloc: single, the replacement a realloc() "
+	       "by up to a quarter of the size either way\n",
 	       opt.duration, opt.ws, opt.pairs, 2 * opt.pairs, opt.threads,
 	       opt.min_size, opt.max_size, opt.touch_all ? ", every page written" : "",
 	       ALIGNED_TO);
@@ -887,7 +938,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: bench_malloc [-d secs] [-r reps] [-p pairs] [-t threads] [-w objs]\n"
-		"                    [-W single,prodcons,oversub,cxx,cxx-unsized,calloc,aligned]\n"
+		"                    [-W single,prodcons,oversub,cxx,cxx-unsized,calloc,aligned,realloc]\n"
 		"                    [-a glibc,libslub,...]\n"
 		"                    [-s min-max] [-T] [-L libslub-malloc.so] [-o out.json]\n"
 		"  -d  seconds per run (1.0)      -r  repetitions, median (3)\n"

@@ -16,7 +16,7 @@ rm -rf "$out"
 mkdir -p "$out"
 "$bm" -L "$lib" -a glibc,libslub -r 3 -d 0.05 -t 4 -o "$out/bm.json" \
 	>"$out/bm.txt" 2>&1 || { cat "$out/bm.txt"; exit 1; }
-workloads="single prodcons oversub calloc aligned"
+workloads="single prodcons oversub calloc aligned realloc"
 if [ -x "$(dirname "$bm")/bench_malloc_cxx" ]; then
 	workloads="$workloads cxx cxx-unsized"
 elif ! grep -q 'NOTE: no bench_malloc_cxx' "$out/bm.txt"; then
