@@ -7,6 +7,7 @@
  * allocator's own consistency check after the traffic.
  */
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "helpers.h"
@@ -92,6 +93,111 @@ static void test_random_traffic(void)
 	CHECK_EQ(page_alloc_check(), 0);
 }
 
+/* ---- realloc() across threads and CPUs ------------------------------------ */
+
+/*
+ * Many more threads than CPUs, each moved to another CPU every 64 calls,
+ * resize, free and allocate blocks of a shared table, most of them
+ * allocated by another thread on another CPU: realloc()'s fast paths
+ * (kept in place after a look at the CPU sheaf, or moved through
+ * malloc's and free's) and its slow path, with frees racing on the same
+ * sheaves. Every block is filled whole and checked whole before each
+ * call: a block kept in place while free, or handed to two slots, shows
+ * as another slot's bytes.
+ */
+enum { RT_SLOTS = 256, RT_OPS = 100000, RT_MAX = 1024 };
+
+static struct rt_slot {
+	pthread_mutex_t lock;
+	unsigned char *p;
+	size_t n;
+	unsigned int seed;
+} rt_slot[RT_SLOTS];
+static int rt_bad, rt_fails;
+
+static size_t rt_size(unsigned long long *rnd, size_t old)
+{
+	if (old && rnd_next(rnd) % 4) {	/* by up to a quarter either way */
+		long d = (long)(rnd_next(rnd) % (old / 2 + 1)) - (long)(old / 4);
+		size_t n = (size_t)((long)old + d);
+
+		return n ? (n > RT_MAX ? RT_MAX : n) : 1;
+	}
+	return 1 + (size_t)(rnd_next(rnd) % RT_MAX);
+}
+
+static void *rt_thread(void *arg)
+{
+	unsigned long long rnd = 0x9e3779b9ULL * (2 * (uintptr_t)arg + 1);
+	int bad = 0, fails = 0;
+
+	for (unsigned int op = 0; op < RT_OPS; op++) {
+		struct rt_slot *t = &rt_slot[rnd_next(&rnd) % RT_SLOTS];
+		unsigned int r = (unsigned int)(rnd_next(&rnd) % 8);
+
+		if (op % 64 == 0)
+			migrate_to((int)(rnd_next(&rnd) % 64));
+		pthread_mutex_lock(&t->lock);
+		if (t->p && check_fill(t->p, t->n, t->seed) != t->n)
+			bad++;
+		if (t->p && r < 6) {
+			size_t n = rt_size(&rnd, t->n), keep = n < t->n ? n : t->n;
+			unsigned char *q = realloc(t->p, n);
+
+			if (!q) {
+				fails++;
+			} else {
+				if (check_fill(q, keep, t->seed) != keep)
+					bad++;
+				t->p = q;
+				t->n = n;
+			}
+		} else if (t->p) {
+			free(t->p);
+			t->p = NULL;
+		} else {
+			t->n = rt_size(&rnd, 0);
+			t->p = malloc(t->n);
+			if (!t->p)
+				fails++;
+		}
+		if (t->p) {
+			t->seed = (unsigned int)rnd_next(&rnd);
+			fill(t->p, t->n, t->seed);
+		}
+		pthread_mutex_unlock(&t->lock);
+	}
+	__atomic_fetch_add(&rt_bad, bad, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&rt_fails, fails, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void test_realloc_threads(void)
+{
+	int nt = 8 * (nr_cpus_allowed() > 2 ? nr_cpus_allowed() : 2);
+	pthread_t tid[64];
+
+	if (nt > 64)
+		nt = 64;
+	for (int i = 0; i < RT_SLOTS; i++)
+		pthread_mutex_init(&rt_slot[i].lock, NULL);
+	for (int i = 0; i < nt; i++)
+		CHECK_EQ(pthread_create(&tid[i], NULL, rt_thread, (void *)(uintptr_t)i), 0);
+	for (int i = 0; i < nt; i++)
+		pthread_join(tid[i], NULL);
+	for (int i = 0; i < RT_SLOTS; i++) {
+		if (rt_slot[i].p && check_fill(rt_slot[i].p, rt_slot[i].n,
+					       rt_slot[i].seed) != rt_slot[i].n)
+			rt_bad++;
+		free(rt_slot[i].p);
+		rt_slot[i].p = NULL;
+	}
+	CHECK_EQ(rt_bad, 0);
+	CHECK_EQ(rt_fails, 0);
+	migrate_to(0);
+	CHECK_EQ(page_alloc_check(), 0);
+}
+
 /* ---- Bring-up blocks ------------------------------------------------------------ */
 
 /* The drop-in's bring-up allocator (src/malloc.c): it cannot be redone. */
@@ -141,5 +247,6 @@ int main(void)
 	migrate_to(0);
 	TEST(test_boot_blocks);
 	TEST(test_random_traffic);
+	TEST(test_realloc_threads);
 	return test_done();
 }
