@@ -493,7 +493,7 @@ static __always_inline unsigned int realloc_fast_size(void *p, unsigned int *map
  * block found there is free, and the slow path reports it (a move's
  * free() makes the look itself).
  */
-MALLOC_API void *realloc(void *p, size_t size)
+static __always_inline void *realloc_fast(void *p, size_t size, const void *caller)
 {
 	unsigned int map_id, old = realloc_fast_size(p, &map_id);
 	void *n;
@@ -506,11 +506,16 @@ MALLOC_API void *realloc(void *p, size_t size)
 				return p;
 		} else if (likely(size) && likely(malloc_fast(size, &n))) {
 			memcpy(n, p, old < size ? old : size);
-			slub_free(p, __builtin_return_address(0));
+			slub_free(p, caller);
 			return n;
 		}
 	}
-	return slub_realloc(p, size, __builtin_return_address(0));
+	return slub_realloc(p, size, caller);
+}
+
+MALLOC_API void *realloc(void *p, size_t size)
+{
+	return realloc_fast(p, size, __builtin_return_address(0));
 }
 
 MALLOC_API void *reallocarray(void *p, size_t n, size_t size)
@@ -521,7 +526,7 @@ MALLOC_API void *reallocarray(void *p, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return slub_realloc(p, bytes, __builtin_return_address(0));
+	return realloc_fast(p, bytes, __builtin_return_address(0));
 }
 
 /* ---- Aligned allocation ------------------------------------------------------------ */

@@ -550,6 +550,15 @@ static void test_reallocarray(void)
 	for (int i = 0; i < 10; i++)
 		CHECK_EQ(q[i], i * i);
 	CHECK(malloc_usable_size(q) >= 3000 * sizeof(int));
+	/* Within the block's size, and at least half of it: kept in place. */
+	p = reallocarray(q, hide_size(2900), sizeof(int));
+	CHECK(p == q);
+	CHECK_EQ(p[9], 81);
+	/* To a small class: moved, contents kept. */
+	q = reallocarray(p, hide_size(12), sizeof(int));
+	CHECK(q != NULL && q != p);
+	for (int i = 0; q && i < 10; i++)
+		CHECK_EQ(q[i], i * i);
 	free(q);
 }
 
