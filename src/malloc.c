@@ -367,7 +367,7 @@ static __always_inline unsigned int sheaf_block_size(void *p, unsigned int *map_
 	return s->object_size;
 }
 
-/* Without the slab lookups: 10.4 ns a call before, glibc's 2.2, mimalloc's 2.6. */
+/* A slab block's size without usable_size()'s slab lookups (malloc.md). */
 MALLOC_API size_t malloc_usable_size(void *p)
 {
 	unsigned int map_id, size = sheaf_block_size(p, &map_id);

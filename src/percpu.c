@@ -394,7 +394,8 @@ enum rseq_result percpu_lock_cmpeq_push(pcpu_off_t ctl, pcpu_off_t vcmp,
 	return r;
 }
 
-enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, void **load)
+/* The array's last object, taken off it (pop) or left there (peek). */
+static enum rseq_result lock_array_top(pcpu_off_t ctl, void **load, bool take)
 {
 	unsigned int cpu;
 	struct percpu_array *a = (struct percpu_array *)lock_this_cpu(ctl, PERCPU_ARRAY(ctl), &cpu);
@@ -403,26 +404,22 @@ enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, void **load)
 
 	if (n) {
 		*load = a->objects[n - 1];
-		WRITE_ONCE(a->size, n - 1);
+		if (take)
+			WRITE_ONCE(a->size, n - 1);
 		r = RSEQ_OK;
 	}
 	unlock_this_cpu(ctl, cpu);
 	return r;
 }
 
+enum rseq_result percpu_lock_array_pop(pcpu_off_t ctl, void **load)
+{
+	return lock_array_top(ctl, load, true);
+}
+
 enum rseq_result percpu_lock_array_peek(pcpu_off_t ctl, void **load)
 {
-	unsigned int cpu;
-	struct percpu_array *a = (struct percpu_array *)lock_this_cpu(ctl, PERCPU_ARRAY(ctl), &cpu);
-	enum rseq_result r = RSEQ_FAIL;
-	uint32_t n = READ_ONCE(a->size);
-
-	if (n) {
-		*load = a->objects[n - 1];
-		r = RSEQ_OK;
-	}
-	unlock_this_cpu(ctl, cpu);
-	return r;
+	return lock_array_top(ctl, load, false);
 }
 
 enum rseq_result percpu_lock_array_push(pcpu_off_t ctl, void *node)

@@ -730,7 +730,9 @@ bool kfree_large(const void *p);
 bool report_inside_object(const void *p, const void *caller);
 /*
  * realloc() keeping p: its new request size (red zone, orig_size). false
- * if a debug cache finds p free (reported): the caller fails, EINVAL.
+ * if p is found free (reported): by a debug cache's checks, or else as the
+ * last object freed on this CPU (last_freed_here()). The caller fails,
+ * EINVAL.
  */
 bool kmalloc_resize(const void *p, size_t new_size, gfp_t gfp, const void *caller);
 /* A kmalloc cache (SLAB_KMALLOC, aligned to its size's power of two). */
