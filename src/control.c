@@ -648,7 +648,16 @@ __startup void control_init_env(void)
 	if (!v || strcmp(v, "1"))
 		return;
 	ret = slub_control_start();
-	if (ret)
+	/*
+	 * Our pid's socket answered: another copy of the library in this
+	 * process serves it (a program linked with libslub.a under the
+	 * drop-in), and slabinfo -p reaches that copy's caches only.
+	 */
+	if (ret == -EADDRINUSE)
+		slub_pr_err("libslub: SLUB_CONTROL=1: not serving: another copy "
+			    "of libslub in this process serves pid %ld's socket\n",
+			    (long)getpid());
+	else if (ret)
 		slub_pr_err("libslub: SLUB_CONTROL=1: not serving: %s\n",
 			    strerror(-ret));
 }

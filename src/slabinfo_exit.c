@@ -8,7 +8,9 @@
  * Rendered into memory and written with one write(2), so that other
  * threads' output cannot cut through it.
  */
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,28 @@ void slabinfo_exit_arm(void)
 	}
 }
 
+/*
+ * Which copy of the library reports. A process may hold two, each with
+ * caches and a report of its own: a program linked with libslub.a run
+ * under LD_PRELOAD=libslub-malloc.so. The layer, and the object its code
+ * lies in as dladdr() names it (the program, for a copy linked into it).
+ */
+static void copy_name(char *buf, size_t size)
+{
+	const char *layer = malloc_exit_report ? "libslub-malloc" : "libslub";
+	const char *file = NULL;
+	Dl_info info;
+
+	if (dladdr((void *)copy_name, &info) && info.dli_fname && info.dli_fname[0]) {
+		file = strrchr(info.dli_fname, '/');
+		file = file ? file + 1 : info.dli_fname;
+	}
+	if (file)
+		snprintf(buf, size, "%s in %s", layer, file);
+	else
+		snprintf(buf, size, "%s", layer);
+}
+
 /* False if fd takes nothing at all (closed); a short write is let go. */
 static bool write_all(int fd, const char *buf, size_t len)
 {
@@ -67,7 +91,7 @@ __attribute__((destructor)) static void slabinfo_exit_report(void)
 	 * with a small one (a 16 KiB stack overflowed here).
 	 */
 	static struct si_snap snap;
-	char *buf = NULL;
+	char copy[128], *buf = NULL;
 	size_t len = 0;
 	FILE *m;
 
@@ -77,12 +101,13 @@ __attribute__((destructor)) static void slabinfo_exit_report(void)
 		return;
 	if (si_collect(&slabinfo_local, &snap))
 		return;
+	copy_name(copy, sizeof(copy));
 	m = open_memstream(&buf, &len);
 	if (m) {
 		fprintf(m, "libslub: SLUB_STATS report for %s\n", slub_comm());
-		fprintf(m, "pid %ld, %s, preset %s; %lu rseq restarts, %lu "
+		fprintf(m, "pid %ld, %s, %s, preset %s; %lu rseq restarts, %lu "
 			"membarrier IPIs, %lu lock waits (%lu slept)\n\n", snap.pid,
-			snap.percpu_mode, snap.preset, snap.rseq_restarts,
+			copy, snap.percpu_mode, snap.preset, snap.rseq_restarts,
 			snap.membarriers, snap.lock_waits, snap.lock_sleeps);
 		si_show(m, &snap, NULL, &o);
 		fputc('\n', m);

@@ -31,16 +31,7 @@ mprog_static=$6
 slub_a=$7
 prog_static=$8
 prog_shared=$9
-passed=0
-failed=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-pass() { passed=$((passed + 1)); echo "ok: $1"; }
-fail() {
-	failed=$((failed + 1))
-	echo "FAILED: $1"
-}
+. "$(dirname "$0")/checks.sh"
 
 # The dynamic list's names and patterns, as grep -x patterns.
 sed -e 's|/\*.*\*/||' "$dynlist" | sed -n '/^[[:space:]]*{/,/^[[:space:]]*}/p' |
@@ -115,5 +106,4 @@ for env in "" "SLUB_STATS=1" "SLUB_CONTROL=1 SLUB_CONTROL_DIR=$tmp/ctl"; do
 done
 run_case "namesakes never called by libslub.so" "$prog" --dlopen "$libslub"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+verdict
