@@ -905,7 +905,21 @@ static int runs_store(void *obj, long arg, const char *val)
 	return v == ULONG_MAX ? -EINVAL : 0;
 }
 
+/*
+ * GOT slots that dlopen(RTLD_DEEPBIND) fix-ups pointed at the drop-in
+ * (malloc_deepbind.c, in the shared library only: 0 without it).
+ */
+unsigned long malloc_deepbind_slots(void) __weak_hook;
+
+static void deepbind_show(struct seq_buf *sb, void *obj, long arg)
+{
+	(void)obj;
+	(void)arg;
+	seq_printf(sb, "%lu\n", malloc_deepbind_slots ? malloc_deepbind_slots() : 0);
+}
+
 static const struct slub_attr malloc_attrs[] = {
+	{ "deepbind_slots", deepbind_show, NULL, 0 },
 	{ "runs", runs_show, runs_store, 0 },
 	{ "runs_chunks", runs_show, NULL, 1 },
 	{ "runs_in_use", runs_show, NULL, 2 },

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dlopen() with RTLD_DEEPBIND under the drop-in (libslub-malloc.so only).
+ *
+ * A library opened with RTLD_DEEPBIND looks its symbols up in itself and
+ * its own dependencies before the global scope, and libc is one of those
+ * dependencies: its malloc, free and realloc bind to glibc's, not to the
+ * preloaded ones. Blocks then cross between two allocators: the program
+ * frees glibc's blocks (reported here as not ours, and lost) and the
+ * library hands ours to glibc's free or realloc, which aborts or, worse,
+ * takes our neighbouring object's bytes for a chunk header. PHP loads
+ * its extensions so, and every LD_PRELOAD allocator has met it
+ * (gperftools issue 1148, jemalloc issue 2419, google/tcmalloc issue
+ * 129); snmalloc's answer, glibc's __malloc_hook, is gone since 2.34.
+ *
+ * So dlopen() is interposed: after glibc's has loaded and relocated the
+ * objects, each loaded object's GOT slot for a call of malloc's family
+ * that names glibc's function is pointed at the one the global scope
+ * binds (the drop-in's, or a program's own malloc ahead of it); so is a
+ * slot of an object this call loaded that lazy binding has not filled
+ * yet, where the deep lookup (dlsym() on the new handle) would find
+ * glibc's. The rest of RTLD_DEEPBIND, every other symbol, is left as it
+ * asked. Slots in RELRO are opened for the store and closed again.
+ *
+ * What it cannot reach: blocks that the new objects' constructors took
+ * from glibc while dlopen() ran them, before there was anything to
+ * patch. Their free() here is reported as an invalid pointer and leaks,
+ * safely. SLUB_DEEPBIND=keep turns the patching off; malloc/deepbind_slots
+ * counts the slots moved so far.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "malloc_internal.h"
+#include "report.h"
+
+typedef void *dlopen_fn(const char *file, int flags);
+
+/* The calls whose slots are moved: the family the drop-in exports. */
+static const char *const family[] = {
+	"malloc", "free", "calloc", "realloc", "reallocarray", "cfree",
+	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+	"malloc_usable_size", "free_sized", "free_aligned_sized",
+	"mallinfo", "mallinfo2", "mallopt", "malloc_trim", "malloc_stats",
+	"malloc_info", "__libc_malloc", "__libc_free", "__libc_calloc",
+	"__libc_realloc", "__libc_memalign", "__libc_valloc", "__libc_pvalloc",
+};
+#define NR_FAMILY	(sizeof(family) / sizeof(family[0]))
+
+static pthread_mutex_t deep_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *glibc_fn[NR_FAMILY];	/* libc.so.6's own definitions */
+static void *global_fn[NR_FAMILY];	/* what the global scope binds */
+static int family_ready;		/* under deep_lock */
+static unsigned long slots_patched;	/* malloc/deepbind_slots */
+
+unsigned long malloc_deepbind_slots(void)
+{
+	return __atomic_load_n(&slots_patched, __ATOMIC_RELAXED);
+}
+
+static void family_lookup(void)
+{
+	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+
+	for (unsigned int i = 0; i < NR_FAMILY; i++) {
+		glibc_fn[i] = libc ? dlsym(libc, family[i]) : NULL;
+		global_fn[i] = dlsym(RTLD_DEFAULT, family[i]);
+	}
+	family_ready = 1;
+}
+
+static int family_index(const char *name)
+{
+	for (unsigned int i = 0; i < NR_FAMILY; i++)
+		if (!strcmp(name, family[i]))
+			return (int)i;
+	return -1;
+}
+
+/* The objects loaded before the call: their base addresses. */
+struct loaded {
+	uintptr_t *base;
+	size_t nr, cap;
+};
+
+static int note_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct loaded *l = arg;
+
+	(void)size;
+	if (l->nr == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		uintptr_t *b = realloc(l->base, cap * sizeof(*b));
+
+		if (!b)
+			return 1;	/* a short list: fewer lazy slots patched */
+		l->base = b;
+		l->cap = cap;
+	}
+	l->base[l->nr++] = info->dlpi_addr;
+	return 0;
+}
+
+static bool was_loaded(const struct loaded *l, uintptr_t base)
+{
+	for (size_t i = 0; i < l->nr; i++)
+		if (l->base[i] == base)
+			return true;
+	return false;
+}
+
+/* One object's view for the patching. */
+struct object {
+	struct dl_phdr_info *info;
+	uintptr_t lo, hi;		/* its mapped extent */
+	uintptr_t relro_lo, relro_hi;	/* 0, 0 if none */
+	const ElfW(Sym) *symtab;
+	const char *strtab;
+	bool new;			/* loaded by this dlopen() */
+	void *handle;			/* the new handle, for the deep lookup */
+	unsigned int patched;
+};
+
+/* Store v into slot, opening its RELRO page for the store if need be. */
+static bool slot_store(struct object *o, void **slot, void *v)
+{
+	uintptr_t a = (uintptr_t)slot;
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t pg = a & ~(uintptr_t)(page - 1);
+	bool relro = a >= o->relro_lo && a < o->relro_hi;
+
+	if (relro && mprotect((void *)pg, (size_t)page, PROT_READ | PROT_WRITE))
+		return false;
+	__atomic_store_n(slot, v, __ATOMIC_RELEASE);
+	if (relro)
+		mprotect((void *)pg, (size_t)page, PROT_READ);
+	return true;
+}
+
+static void patch_relocs(struct object *o, const ElfW(Rela) *rel, size_t bytes)
+{
+	for (size_t n = 0; n < bytes / sizeof(*rel); n++, rel++) {
+		unsigned long type = ELF64_R_TYPE(rel->r_info);
+		const ElfW(Sym) *sym = &o->symtab[ELF64_R_SYM(rel->r_info)];
+		void **slot = (void **)(o->info->dlpi_addr + rel->r_offset);
+		uintptr_t now;
+		int i;
+
+		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+		    !ELF64_R_SYM(rel->r_info) || sym->st_shndx != SHN_UNDEF)
+			continue;
+		i = family_index(o->strtab + sym->st_name);
+		if (i < 0 || !glibc_fn[i] || !global_fn[i] || global_fn[i] == glibc_fn[i])
+			continue;
+		now = (uintptr_t)__atomic_load_n(slot, __ATOMIC_ACQUIRE);
+		/* Bound to glibc's; or lazy, not bound yet, and would be. */
+		if (now == (uintptr_t)glibc_fn[i] ||
+		    (o->new && now >= o->lo && now < o->hi &&
+		     dlsym(o->handle, family[i]) == glibc_fn[i]))
+			o->patched += slot_store(o, slot, global_fn[i]);
+	}
+}
+
+/* The dynamic section's tables, relative to the object's base if need be. */
+static uintptr_t dyn_addr(const struct dl_phdr_info *info, ElfW(Addr) v)
+{
+	return v < info->dlpi_addr ? info->dlpi_addr + v : v;
+}
+
+static void patch_object(struct object *o)
+{
+	const ElfW(Dyn) *dyn = NULL;
+	const ElfW(Rela) *rela = NULL, *jmprel = NULL;
+	size_t relasz = 0, pltrelsz = 0;
+
+	o->lo = UINTPTR_MAX;
+	o->hi = 0;
+	for (int i = 0; i < o->info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &o->info->dlpi_phdr[i];
+		uintptr_t start = o->info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)start;
+		else if (ph->p_type == PT_GNU_RELRO) {
+			o->relro_lo = start;
+			o->relro_hi = start + ph->p_memsz;
+		} else if (ph->p_type == PT_LOAD) {
+			if (start < o->lo)
+				o->lo = start;
+			if (start + ph->p_memsz > o->hi)
+				o->hi = start + ph->p_memsz;
+		}
+	}
+	if (!dyn)
+		return;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		switch (dyn->d_tag) {
+		case DT_SYMTAB:
+			o->symtab = (const ElfW(Sym) *)dyn_addr(o->info, dyn->d_un.d_ptr);
+			break;
+		case DT_STRTAB:
+			o->strtab = (const char *)dyn_addr(o->info, dyn->d_un.d_ptr);
+			break;
+		case DT_RELA:
+			rela = (const ElfW(Rela) *)dyn_addr(o->info, dyn->d_un.d_ptr);
+			break;
+		case DT_RELASZ:
+			relasz = dyn->d_un.d_val;
+			break;
+		case DT_JMPREL:
+			jmprel = (const ElfW(Rela) *)dyn_addr(o->info, dyn->d_un.d_ptr);
+			break;
+		case DT_PLTRELSZ:
+			pltrelsz = dyn->d_un.d_val;
+			break;
+		}
+	}
+	if (!o->symtab || !o->strtab)
+		return;
+	if (rela)
+		patch_relocs(o, rela, relasz);
+	if (jmprel)
+		patch_relocs(o, jmprel, pltrelsz);
+}
+
+struct patch_walk {
+	const struct loaded *before;
+	void *handle;
+	uintptr_t self;			/* this library's base: left alone */
+	unsigned int patched;
+};
+
+static int patch_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct patch_walk *w = arg;
+	struct object o = { .info = info, .handle = w->handle };
+
+	(void)size;
+	if (info->dlpi_addr == w->self || !info->dlpi_name || !info->dlpi_name[0])
+		return 0;	/* ours, the program, the vDSO: none deep-bound */
+	o.new = !was_loaded(w->before, info->dlpi_addr);
+	patch_object(&o);
+	w->patched += o.patched;
+	return 0;
+}
+
+static bool deepbind_kept(void)
+{
+	const char *v = secure_getenv("SLUB_DEEPBIND");
+
+	return v && !strcmp(v, "keep");
+}
+
+MALLOC_API void *dlopen(const char *file, int flags)
+{
+	static dlopen_fn *real;
+	struct loaded before = { 0 };
+	struct patch_walk w = { .before = &before };
+	Dl_info self;
+	void *handle;
+
+	if (!real)
+		real = (dlopen_fn *)dlsym(RTLD_NEXT, "dlopen");
+	if (!real)
+		return NULL;	/* no libc behind us: nothing can load */
+	if (!(flags & RTLD_DEEPBIND) || deepbind_kept())
+		return real(file, flags);
+
+	pthread_mutex_lock(&deep_lock);
+	dl_iterate_phdr(note_object, &before);
+	handle = real(file, flags);
+	if (handle) {
+		if (!family_ready)
+			family_lookup();
+		w.handle = handle;
+		if (dladdr((void *)(uintptr_t)family_lookup, &self))
+			w.self = (uintptr_t)self.dli_fbase;
+		dl_iterate_phdr(patch_one, &w);
+		__atomic_add_fetch(&slots_patched, w.patched, __ATOMIC_RELAXED);
+		dlerror();	/* a deep lookup that found nothing is not the caller's error */
+	}
+	pthread_mutex_unlock(&deep_lock);
+	free(before.base);
+	return handle;
+}

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dlopen(RTLD_DEEPBIND) under LD_PRELOAD=libslub-malloc.so
+ * (src/malloc_deepbind.c): the plugin's malloc, free, calloc, realloc and
+ * malloc_usable_size must be the drop-in's, so that blocks cross between
+ * it and the program in both directions: the program frees the plugin's
+ * blocks, the plugin grows and frees the program's. Without the fix-up
+ * glibc's realloc() aborts on the program's block ("realloc(): invalid
+ * pointer") and the drop-in reports the plugin's blocks as not its own.
+ * In lazy and in immediate binding, and twice, the second handle the
+ * same object.
+ *
+ *   malloc_deepbind PLUGIN [lazy|now]
+ *   malloc_deepbind PLUGIN glibc   (with SLUB_DEEPBIND=keep: the plugin's
+ *                                   malloc is glibc's, which the test
+ *                                   above would catch)
+ *
+ * Prints "malloc_deepbind: ok" when every check held.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond)							\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "malloc_deepbind: %s:%d: %s\n",	\
+				__FILE__, __LINE__, #cond);		\
+			failures++;					\
+		}							\
+	} while (0)
+
+struct plugin {
+	void *(*alloc)(size_t, int);
+	void *(*grow)(void *, size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	size_t (*usable)(void *);
+	void *(*malloc_fn)(void);
+	void *(*free_fn)(void);
+};
+
+static int load(struct plugin *pl, const char *path, int flags)
+{
+	void *h = dlopen(path, flags | RTLD_DEEPBIND);
+
+	if (!h) {
+		fprintf(stderr, "malloc_deepbind: dlopen: %s\n", dlerror());
+		return -1;
+	}
+	CHECK(dlerror() == NULL);	/* the fix-up leaves no error behind */
+	*(void **)&pl->alloc = dlsym(h, "plugin_alloc");
+	*(void **)&pl->grow = dlsym(h, "plugin_grow");
+	*(void **)&pl->free = dlsym(h, "plugin_free");
+	*(void **)&pl->calloc = dlsym(h, "plugin_calloc");
+	*(void **)&pl->usable = dlsym(h, "plugin_usable");
+	*(void **)&pl->malloc_fn = dlsym(h, "plugin_malloc_fn");
+	*(void **)&pl->free_fn = dlsym(h, "plugin_free_fn");
+	return pl->alloc && pl->grow && pl->free && pl->calloc && pl->usable &&
+	       pl->malloc_fn && pl->free_fn ? 0 : -1;
+}
+
+/* malloc/deepbind_slots, through the drop-in's slub_sysfs_read(). */
+static long deepbind_slots(void)
+{
+	ssize_t (*rd)(const char *, char *, size_t);
+	char buf[32];
+
+	*(void **)&rd = dlsym(RTLD_DEFAULT, "slub_sysfs_read");
+	if (!rd || rd("malloc/deepbind_slots", buf, sizeof(buf)) <= 0)
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
+static bool filled(const unsigned char *p, size_t n, int c)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (unsigned char)c)
+			return false;
+	return true;
+}
+
+static void exercise(const struct plugin *pl)
+{
+	/* The plugin binds the malloc and free the program calls. */
+	CHECK(pl->malloc_fn() == (void *)(uintptr_t)malloc);
+	CHECK(pl->free_fn() == (void *)(uintptr_t)free);
+	if (failures)
+		return;		/* blocks must not cross two allocators */
+	for (size_t n = 1; n <= (1 << 20); n = n * 3 + 5) {
+		unsigned char *p = pl->alloc(n, 0x3c), *q;
+
+		CHECK(p && filled(p, n, 0x3c));
+		CHECK(malloc_usable_size(p) >= n);
+		free(p);			/* the plugin's block, the program's free */
+		q = malloc(n);
+		CHECK(q != NULL);
+		memset(q, 0x5d, n);
+		CHECK(pl->usable(q) == malloc_usable_size(q));
+		q = pl->grow(q, 2 * n + 64);	/* the program's block, the plugin's realloc */
+		CHECK(q && filled(q, n, 0x5d));
+		pl->free(q);
+		p = pl->calloc(n, 1);
+		CHECK(p && filled(p, n, 0));
+		free(p);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct plugin a, b;
+	long slots;
+	int flags = argc > 2 && !strcmp(argv[2], "now") ? RTLD_NOW : RTLD_LAZY;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: malloc_deepbind PLUGIN [lazy|now|glibc]\n");
+		return 2;
+	}
+	CHECK(deepbind_slots() == 0);
+	if (load(&a, argv[1], flags))
+		return 1;
+	/* SLUB_DEEPBIND=keep: what the plugin binds without the fix-up. */
+	if (argc > 2 && !strcmp(argv[2], "glibc")) {
+		if (a.malloc_fn() == (void *)(uintptr_t)malloc)
+			return 1;
+		printf("malloc_deepbind: the plugin's malloc is not the program's\n");
+		return 0;
+	}
+	/* The plugin's malloc, free, calloc, realloc, malloc_usable_size at least. */
+	slots = deepbind_slots();
+	CHECK(slots >= 5);
+	exercise(&a);
+	if (load(&b, argv[1], flags))	/* already loaded: the same object */
+		return 1;
+	CHECK(deepbind_slots() == slots);	/* nothing left to move */
+	exercise(&b);
+	if (failures)
+		return 1;
+	printf("malloc_deepbind: ok\n");
+	return 0;
+}

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The plugin of tests/malloc_deepbind.c, which opens it with
+ * RTLD_DEEPBIND: its malloc family binds in its own scope first, where
+ * libc's definitions come before the preloaded drop-in's. Built with
+ * -fno-builtin, so that each call is a call through the GOT.
+ */
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A block of n bytes filled with c, for the program to check and free. */
+void *plugin_alloc(size_t n, int c)
+{
+	void *p = malloc(n);
+
+	if (p)
+		memset(p, c, n);
+	return p;
+}
+
+/* The program's block grown (its bytes kept) and handed back. */
+void *plugin_grow(void *p, size_t n)
+{
+	return realloc(p, n);
+}
+
+void plugin_free(void *p)
+{
+	free(p);
+}
+
+void *plugin_calloc(size_t n, size_t size)
+{
+	return calloc(n, size);
+}
+
+size_t plugin_usable(void *p)
+{
+	return malloc_usable_size(p);
+}
+
+/* The plugin's own malloc and free, as its code calls them. */
+void *plugin_malloc_fn(void)
+{
+	return (void *)malloc;
+}
+
+void *plugin_free_fn(void)
+{
+	return (void *)free;
+}
