@@ -90,14 +90,16 @@ if [ "$what" = bench ] &&
 fi
 
 # tests/malloc_programs.sh runs real programs on libslub-malloc.so: python3
-# and perl it requires, sqlite3, git and xz it skips when they are missing.
+# and perl it requires, sqlite3, git, xz and php it skips when they are
+# missing.
 # Building needs none of them: so they are installed as root and only
 # named otherwise.
 if [ "$what" = test ]; then
 	prog_pkgs=""
-	for prog in python3 perl sqlite3 git xz; do
+	for prog in python3 perl sqlite3 git xz php; do
 		pkg=$prog
 		[ "$prog" = xz ] && pkg=xz-utils
+		[ "$prog" = php ] && pkg="php-cli php-xml"	# FFI is in php-cli, DOM in php-xml
 		command -v "$prog" >/dev/null 2>&1 || prog_pkgs="$prog_pkgs $pkg"
 	done
 	if [ -z "$prog_pkgs" ]; then
@@ -111,7 +113,7 @@ if [ "$what" = test ]; then
 			     "malloc_programs will say what it could not run" >&2
 	else
 		echo "deps (test): missing:$prog_pkgs; the malloc_programs test" \
-		     "needs python3 and perl and skips sqlite3, git and xz" \
+		     "needs python3 and perl and skips sqlite3, git, xz and php" \
 		     "(as root: apt-get install$prog_pkgs)" >&2
 	fi
 	# tests/malloc_pytests.sh runs CPython's own regression tests, which

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Real programs on libslub-malloc.so through LD_PRELOAD (python3, perl,
-# sqlite3, git, cmake for C++, a threaded C program, and xz and sort on
+# sqlite3, php, git, cmake for C++, a threaded C program, and xz and sort on
 # their own threads). Each one runs twice, under the preload and without
 # it, and the two outputs must be the same (and right on their own: known
 # counts, git's fsck, sqlite's integrity check). Every preloaded run has
@@ -10,8 +10,8 @@
 #   malloc_programs.sh LIBSLUB_MALLOC_SO MALLOC_THREADS SLABINFO
 #
 # python3 and perl are required (a missing one is a failure); sqlite3,
-# git and xz are skipped with a message when missing (scripts/deps.sh test
-# installs all five as root). With SLUB_DEBUG in the environment every
+# php, git and xz are skipped with a message when missing (scripts/deps.sh
+# test installs all six as root). With SLUB_DEBUG in the environment every
 # preloaded run checks its heap as it goes: a BUG report fails the run.
 set -u
 lib=$1
@@ -249,6 +249,52 @@ else
 	w="sqlite3: $(grep -c ';' "$tmp/work.sql") statements"
 	judge sql "$w" sqlite3 &&
 		expect "$w" "$tmp/sql.pre.out" sql_ok "$tmp/sql.pre.out"
+fi
+
+# ---- php: FFI, DOM and json, its extensions opened with RTLD_DEEPBIND -------------
+
+# PHP opens each extension with RTLD_DEEPBIND, so that libffi and libxml2
+# bind libc's malloc in their own scope; without the drop-in's fix-up
+# (src/malloc_deepbind.c) the FFI call crashed, as under every other
+# preloaded allocator tried.
+cat >"$tmp/work.php" <<'PHP'
+<?php
+$ffi = FFI::cdef("size_t strlen(const char *s); int abs(int j);");
+$buf = FFI::new("char[4096]");
+$n = 0;
+for ($i = 0; $i < 2000; $i++) {
+	FFI::memcpy($buf, str_repeat("x", $i % 4000) . "\0", $i % 4000 + 1);
+	$n += $ffi->strlen($buf) + $ffi->abs(-$i);
+}
+echo "ffi $n\n";
+$doc = new DOMDocument();
+$root = $doc->appendChild($doc->createElement("r"));
+for ($i = 0; $i < 5000; $i++)
+	$root->appendChild($doc->createElement("e", "item $i"))->setAttribute("k", $i % 7);
+$xml = $doc->saveXML();
+$back = new DOMDocument();
+$back->loadXML($xml);
+echo "dom ", strlen($xml), " ", $back->getElementsByTagName("e")->length, "\n";
+$a = [];
+for ($i = 0; $i < 100000; $i++)
+	$a["k$i"] = [$i, str_repeat(chr(97 + $i % 26), $i % 200)];
+echo "json ", md5(json_encode($a)), " ", count(json_decode(json_encode($a), true)), "\n";
+PHP
+
+php_ok() {
+	grep -q "^ffi 3998000$" "$1" && grep -q '^dom [0-9]* 5000$' "$1" &&
+		grep -q '^json [0-9a-f]* 100000$' "$1"
+}
+
+php=$(find_prog php) || php=
+if [ -z "$php" ] || ! "$php" -r 'exit(class_exists("FFI") && class_exists("DOMDocument") ? 0 : 1);' 2>/dev/null; then
+	skip "php: not installed with FFI and DOM (scripts/deps.sh test installs php-cli and php-xml as root)"
+else
+	pre php "$php" -d ffi.enable=1 "$tmp/work.php"
+	ctl php "$php" -d ffi.enable=1 "$tmp/work.php"
+	w="php: FFI, DOM and json in extensions opened with RTLD_DEEPBIND"
+	judge php "$w" "$(basename "$php")" &&
+		expect "$w" "$tmp/php.pre.out" php_ok "$tmp/php.pre.out"
 fi
 
 # ---- git: init, add, commit, gc and fsck on a generated tree ---------------------
