@@ -90,22 +90,45 @@ struct loaded {
 	size_t nr, cap;
 };
 
+/*
+ * The callbacks run under the loader's lock that dl_iterate_phdr() holds
+ * and call nothing that takes another (no malloc, no dlsym(): a thread
+ * in dlopen() holds dl_load_lock and may unwind through dl_iterate_phdr(),
+ * the other order). So the list is sized in one pass and filled in a
+ * second; an object that another thread loads between them, missing from
+ * the list, only counts as new here, and its lazy slots would bind the
+ * global scope's function anyway.
+ */
+static int count_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info;
+	(void)size;
+	(*(size_t *)arg)++;
+	return 0;
+}
+
 static int note_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct loaded *l = arg;
 
 	(void)size;
-	if (l->nr == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 64;
-		uintptr_t *b = realloc(l->base, cap * sizeof(*b));
-
-		if (!b)
-			return 1;	/* a short list: fewer lazy slots patched */
-		l->base = b;
-		l->cap = cap;
-	}
+	if (l->nr == l->cap)
+		return 1;
 	l->base[l->nr++] = info->dlpi_addr;
 	return 0;
+}
+
+static void note_loaded(struct loaded *l)
+{
+	size_t n = 0;
+
+	dl_iterate_phdr(count_object, &n);
+	l->cap = n + 16;
+	l->base = malloc(l->cap * sizeof(*l->base));
+	if (l->base)
+		dl_iterate_phdr(note_object, l);
+	else
+		l->cap = 0;	/* every object new: see above */
 }
 
 static bool was_loaded(const struct loaded *l, uintptr_t base)
@@ -124,7 +147,7 @@ struct object {
 	const ElfW(Sym) *symtab;
 	const char *strtab;
 	bool new;			/* loaded by this dlopen() */
-	void *handle;			/* the new handle, for the deep lookup */
+	void *const *deep_fn;		/* what the new handle's lookup finds */
 	unsigned int patched;
 };
 
@@ -163,7 +186,7 @@ static void patch_relocs(struct object *o, const ElfW(Rela) *rel, size_t bytes)
 		/* Bound to glibc's; or lazy, not bound yet, and would be. */
 		if (now == (uintptr_t)glibc_fn[i] ||
 		    (o->new && now >= o->lo && now < o->hi &&
-		     dlsym(o->handle, family[i]) == glibc_fn[i]))
+		     o->deep_fn[i] == glibc_fn[i]))
 			o->patched += slot_store(o, slot, global_fn[i]);
 	}
 }
@@ -232,7 +255,7 @@ static void patch_object(struct object *o)
 
 struct patch_walk {
 	const struct loaded *before;
-	void *handle;
+	void *deep_fn[NR_FAMILY];
 	uintptr_t self;			/* this library's base: left alone */
 	unsigned int patched;
 };
@@ -240,7 +263,7 @@ struct patch_walk {
 static int patch_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct patch_walk *w = arg;
-	struct object o = { .info = info, .handle = w->handle };
+	struct object o = { .info = info, .deep_fn = w->deep_fn };
 
 	(void)size;
 	if (info->dlpi_addr == w->self || !info->dlpi_name || !info->dlpi_name[0])
@@ -260,26 +283,30 @@ static bool deepbind_kept(void)
 
 MALLOC_API void *dlopen(const char *file, int flags)
 {
-	static dlopen_fn *real;
+	static dlopen_fn *real_dlopen;	/* the same value whoever stores it */
+	dlopen_fn *real = __atomic_load_n(&real_dlopen, __ATOMIC_RELAXED);
 	struct loaded before = { 0 };
 	struct patch_walk w = { .before = &before };
 	Dl_info self;
 	void *handle;
 
-	if (!real)
+	if (!real) {
 		real = (dlopen_fn *)dlsym(RTLD_NEXT, "dlopen");
+		__atomic_store_n(&real_dlopen, real, __ATOMIC_RELAXED);
+	}
 	if (!real)
 		return NULL;	/* no libc behind us: nothing can load */
 	if (!(flags & RTLD_DEEPBIND) || deepbind_kept())
 		return real(file, flags);
 
 	pthread_mutex_lock(&deep_lock);
-	dl_iterate_phdr(note_object, &before);
+	note_loaded(&before);
 	handle = real(file, flags);
 	if (handle) {
 		if (!family_ready)
 			family_lookup();
-		w.handle = handle;
+		for (unsigned int i = 0; i < NR_FAMILY; i++)
+			w.deep_fn[i] = dlsym(handle, family[i]);
 		if (dladdr((void *)(uintptr_t)family_lookup, &self))
 			w.self = (uintptr_t)self.dli_fbase;
 		dl_iterate_phdr(patch_one, &w);
