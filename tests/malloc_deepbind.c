@@ -11,6 +11,11 @@
  * same object.
  *
  *   malloc_deepbind PLUGIN [lazy|now]
+ *   malloc_deepbind PLUGIN threads  (lazy, then 16 threads moved between
+ *                                   CPUs cross blocks through the plugin
+ *                                   while the main thread opens and closes
+ *                                   40 fresh copies of it, each fixed up
+ *                                   while the others call through theirs)
  *   malloc_deepbind PLUGIN glibc   (with SLUB_DEEPBIND=keep: the plugin's
  *                                   malloc is glibc's, which the test
  *                                   above would catch)
@@ -20,11 +25,14 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures;
 
@@ -33,11 +41,12 @@ static int failures;
 		if (!(cond)) {						\
 			fprintf(stderr, "malloc_deepbind: %s:%d: %s\n",	\
 				__FILE__, __LINE__, #cond);		\
-			failures++;					\
+			__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED); \
 		}							\
 	} while (0)
 
 struct plugin {
+	void *handle;
 	void *(*alloc)(size_t, int);
 	void *(*grow)(void *, size_t);
 	void (*free)(void *);
@@ -56,6 +65,7 @@ static int load(struct plugin *pl, const char *path, int flags)
 		return -1;
 	}
 	CHECK(dlerror() == NULL);	/* the fix-up leaves no error behind */
+	pl->handle = h;
 	*(void **)&pl->alloc = dlsym(h, "plugin_alloc");
 	*(void **)&pl->grow = dlsym(h, "plugin_grow");
 	*(void **)&pl->free = dlsym(h, "plugin_free");
@@ -113,6 +123,123 @@ static void exercise(const struct plugin *pl)
 	}
 }
 
+/* ---- Many threads beside fix-ups ------------------------------------------------ */
+
+#define THREADS	16
+#define OPS	20000
+#define COPIES	40
+
+static struct plugin shared;
+static int ncpus;
+static int copies_done;		/* the churn runs until the copies are */
+
+static uint64_t next(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void *churn(void *arg)
+{
+	uint64_t seed = (uintptr_t)arg * 0x9e3779b97f4a7c15ULL + 1;
+	unsigned char *slot[64] = { 0 };
+	size_t len[64] = { 0 };
+
+	for (long op = 0; op < OPS || !__atomic_load_n(&copies_done, __ATOMIC_ACQUIRE); op++) {
+		uint64_t r = next(&seed);
+		unsigned int i = (unsigned int)(r % 64);
+		int tag = (int)(i + 1);
+
+		if (op % 64 == 0 && ncpus > 1) {
+			cpu_set_t set;
+
+			CPU_ZERO(&set);
+			CPU_SET((int)((op / 64 + (uint64_t)(uintptr_t)arg) % (uint64_t)ncpus), &set);
+			sched_setaffinity(0, sizeof(set), &set);
+		}
+		if (slot[i]) {
+			CHECK(filled(slot[i], len[i], tag));
+			if (r & 0x100) {	/* grown by the plugin, then freed */
+				slot[i] = shared.grow(slot[i], len[i] + 100);
+				CHECK(slot[i] && filled(slot[i], len[i], tag));
+			}
+			(r & 0x200 ? shared.free : free)(slot[i]);
+		}
+		len[i] = 1 + (r >> 16) % 2000;
+		if (r & 0x400) {
+			slot[i] = shared.alloc(len[i], tag);
+		} else {
+			slot[i] = malloc(len[i]);
+			if (slot[i])
+				memset(slot[i], tag, len[i]);
+		}
+		CHECK(slot[i] != NULL);
+		if (!slot[i])
+			return NULL;
+	}
+	for (unsigned int i = 0; i < 64; i++)
+		free(slot[i]);
+	return NULL;
+}
+
+/* The plugin's bytes, written anew to a path of its own for each copy. */
+static int write_copy(const char *path, const char *data, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	int ok = f && fwrite(data, 1, n, f) == n;
+
+	if (f && fclose(f))
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+static int run_threads(const char *plugin)
+{
+	pthread_t tid[THREADS];
+	char dir[] = "/tmp/malloc_deepbind.XXXXXX", path[64];
+	char *data = NULL;
+	size_t n = 0;
+	FILE *f = fopen(plugin, "rb");
+
+	if (!f || !mkdtemp(dir))
+		return 1;
+	for (char buf[65536]; !feof(f);) {
+		size_t got = fread(buf, 1, sizeof(buf), f);
+		char *d = realloc(data, n + got);
+
+		if (!d)
+			return 1;
+		data = d;
+		memcpy(data + n, buf, got);
+		n += got;
+	}
+	fclose(f);
+	ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	for (long i = 0; i < THREADS; i++)
+		if (pthread_create(&tid[i], NULL, churn, (void *)i))
+			return 1;
+	for (int c = 0; c < COPIES; c++) {
+		struct plugin pc;
+		long before = deepbind_slots();
+
+		snprintf(path, sizeof(path), "%s/copy%d.so", dir, c);
+		if (write_copy(path, data, n) || load(&pc, path, RTLD_LAZY))
+			return 1;
+		CHECK(deepbind_slots() > before);
+		exercise(&pc);
+		CHECK(!dlclose(pc.handle));
+		unlink(path);
+	}
+	__atomic_store_n(&copies_done, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(tid[i], NULL);
+	rmdir(dir);
+	free(data);
+	return failures != 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct plugin a, b;
@@ -120,7 +247,7 @@ int main(int argc, char **argv)
 	int flags = argc > 2 && !strcmp(argv[2], "now") ? RTLD_NOW : RTLD_LAZY;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: malloc_deepbind PLUGIN [lazy|now|glibc]\n");
+		fprintf(stderr, "usage: malloc_deepbind PLUGIN [lazy|now|threads|glibc]\n");
 		return 2;
 	}
 	CHECK(deepbind_slots() == 0);
@@ -141,6 +268,11 @@ int main(int argc, char **argv)
 		return 1;
 	CHECK(deepbind_slots() == slots);	/* nothing left to move */
 	exercise(&b);
+	if (argc > 2 && !strcmp(argv[2], "threads")) {
+		shared = a;
+		if (run_threads(argv[1]))
+			return 1;
+	}
 	if (failures)
 		return 1;
 	printf("malloc_deepbind: ok\n");
