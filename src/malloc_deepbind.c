@@ -143,7 +143,7 @@ static bool was_loaded(const struct loaded *l, uintptr_t base)
 struct object {
 	struct dl_phdr_info *info;
 	uintptr_t lo, hi;		/* its mapped extent */
-	uintptr_t relro_lo, relro_hi;	/* 0, 0 if none */
+	uintptr_t relro_lo, relro_hi;	/* the pages made read-only; 0, 0 if none */
 	const ElfW(Sym) *symtab;
 	const char *strtab;
 	bool new;			/* loaded by this dlopen() */
@@ -212,8 +212,14 @@ static void patch_object(struct object *o)
 		if (ph->p_type == PT_DYNAMIC)
 			dyn = (const ElfW(Dyn) *)start;
 		else if (ph->p_type == PT_GNU_RELRO) {
-			o->relro_lo = start;
-			o->relro_hi = start + ph->p_memsz;
+			/*
+			 * As the loader protects it: whole pages only, the last
+			 * partial one stays writable (and must stay so).
+			 */
+			uintptr_t mask = ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
+
+			o->relro_lo = start & mask;
+			o->relro_hi = (start + ph->p_memsz) & mask;
 		} else if (ph->p_type == PT_LOAD) {
 			if (start < o->lo)
 				o->lo = start;
