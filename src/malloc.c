@@ -214,7 +214,10 @@ static void free_mapped(void *p, const void *caller)
 
 	if (v == VHEAP_FREED)
 		return;
-	if (v == VHEAP_BAD || !huge_lookup(p, true))
+	if (v == VHEAP_BAD)
+		bad_free(p, "free", caller);
+	else if (!huge_lookup(p, true) &&
+		 !(malloc_glibc_free && malloc_glibc_free(p)))
 		bad_free(p, "free", caller);
 }
 
@@ -297,7 +300,11 @@ static size_t usable_size(const void *p)
 	if (is_boot(p))
 		return boot_size(p);
 	size = vfork_heap_size(p);
-	return size ? size : huge_lookup(p, false);
+	if (!size)
+		size = huge_lookup(p, false);
+	if (!size && malloc_glibc_usable)
+		size = malloc_glibc_usable(p);
+	return size;
 }
 
 MALLOC_API void *malloc(size_t size)
@@ -467,8 +474,10 @@ static void *realloc_slow(void *p, size_t size, const void *caller)
 		}
 		return p;
 	}
-	if (!in_arena(p) && !is_boot(p) && !in_vfork_child() && !vfork_heap_size(p))
+	if (!in_arena(p) && !is_boot(p) && !in_vfork_child() && !vfork_heap_size(p) &&
+	    !(malloc_glibc_usable && malloc_glibc_usable(p)))
 		return huge_move(p, size, caller);
+	/* A glibc block (malloc_deepbind.c) moves to one of ours. */
 move:
 	n = slub_malloc(size, GFP_KERNEL, (unsigned long)caller);
 	if (!n)

@@ -22,10 +22,14 @@
  * glibc's. The rest of RTLD_DEEPBIND, every other symbol, is left as it
  * asked. Slots in RELRO are opened for the store and closed again.
  *
- * What it cannot reach: blocks that the new objects' constructors took
+ * What it cannot move: blocks that the new objects' constructors took
  * from glibc while dlopen() ran them, before there was anything to
- * patch. Their free() here is reported as an invalid pointer and leaks,
- * safely. SLUB_DEEPBIND=keep turns the patching off; malloc/deepbind_slots
+ * patch. Those in glibc's main heap (the break) are known by address:
+ * free() gives them to glibc's free, realloc() moves them to the
+ * drop-in, malloc_usable_size() asks glibc. Any other (a later deep
+ * load's constructors on another thread take a mapped arena of glibc's)
+ * is reported as an invalid pointer when freed, and leaks, safely.
+ * SLUB_DEEPBIND=keep turns the patching off; malloc/deepbind_slots
  * counts the slots moved so far.
  */
 #include <dlfcn.h>
@@ -58,6 +62,14 @@ static pthread_mutex_t deep_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *glibc_fn[NR_FAMILY];	/* libc.so.6's own definitions */
 static void *global_fn[NR_FAMILY];	/* what the global scope binds */
 static int family_ready;		/* under deep_lock */
+/*
+ * sbrk(0) before the first deep load: glibc's main heap lies above it.
+ * The drop-in never grows the break, and the first thread to call
+ * glibc's malloc takes the main arena, so the small blocks that the
+ * first deep-bound library's constructors allocate are found there.
+ */
+static uintptr_t glibc_brk_lo;
+static int glibc_reachable;		/* set once glibc_brk_lo and the family are */
 static unsigned long slots_patched;	/* malloc/deepbind_slots */
 
 unsigned long malloc_deepbind_slots(void)
@@ -280,6 +292,40 @@ static int patch_one(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* A block of glibc's main heap, where nothing of the drop-in's lies. */
+static bool glibc_block(const void *p)
+{
+	uintptr_t a = (uintptr_t)p, top;
+
+	if (!__atomic_load_n(&glibc_reachable, __ATOMIC_ACQUIRE) || a < glibc_brk_lo)
+		return false;
+	top = (uintptr_t)sbrk(0);
+	return top != (uintptr_t)-1 && a < top;
+}
+
+size_t malloc_glibc_usable(const void *p)
+{
+	size_t (*usable)(const void *);
+
+	if (!glibc_block(p))
+		return 0;
+	usable = (size_t (*)(const void *))glibc_fn[family_index("malloc_usable_size")];
+	return usable ? usable(p) : 0;
+}
+
+bool malloc_glibc_free(void *p)
+{
+	void (*glibc_free)(void *);
+
+	if (!glibc_block(p))
+		return false;
+	glibc_free = (void (*)(void *))glibc_fn[family_index("free")];
+	if (!glibc_free)
+		return false;
+	glibc_free(p);
+	return true;
+}
+
 static bool deepbind_kept(void)
 {
 	const char *v = secure_getenv("SLUB_DEEPBIND");
@@ -306,11 +352,15 @@ MALLOC_API void *dlopen(const char *file, int flags)
 		return real(file, flags);
 
 	pthread_mutex_lock(&deep_lock);
+	if (!family_ready) {
+		family_lookup();
+		glibc_brk_lo = (uintptr_t)sbrk(0);
+		__atomic_store_n(&glibc_reachable, glibc_brk_lo != (uintptr_t)-1,
+				 __ATOMIC_RELEASE);
+	}
 	note_loaded(&before);
 	handle = real(file, flags);
 	if (handle) {
-		if (!family_ready)
-			family_lookup();
 		for (unsigned int i = 0; i < NR_FAMILY; i++)
 			w.deep_fn[i] = dlsym(handle, family[i]);
 		if (dladdr((void *)(uintptr_t)family_lookup, &self))

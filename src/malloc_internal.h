@@ -196,6 +196,15 @@ void runs_fork_prepare(void);
 void runs_fork_parent(void);
 void runs_fork_child(void);
 
+/*
+ * glibc's own blocks that a library opened with RTLD_DEEPBIND took before
+ * its slots were moved (malloc_deepbind.c, the shared library's only, so
+ * weak: NULL in libslub-malloc.a). The usable size of such a block, or 0
+ * if p is not one; and its free by glibc's free(), false if p is not one.
+ */
+size_t malloc_glibc_usable(const void *p) __weak_hook;
+bool malloc_glibc_free(void *p) __weak_hook;
+
 /* Blocks of more than the page allocator's largest, each its own mmap. */
 struct malloc_huge_usage {
 	size_t nr, bytes;		/* mapped now */

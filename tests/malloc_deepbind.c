@@ -54,6 +54,7 @@ struct plugin {
 	size_t (*usable)(void *);
 	void *(*malloc_fn)(void);
 	void *(*free_fn)(void);
+	void *(*ctor_block)(int);
 };
 
 static int load(struct plugin *pl, const char *path, int flags)
@@ -73,8 +74,9 @@ static int load(struct plugin *pl, const char *path, int flags)
 	*(void **)&pl->usable = dlsym(h, "plugin_usable");
 	*(void **)&pl->malloc_fn = dlsym(h, "plugin_malloc_fn");
 	*(void **)&pl->free_fn = dlsym(h, "plugin_free_fn");
+	*(void **)&pl->ctor_block = dlsym(h, "plugin_ctor_block");
 	return pl->alloc && pl->grow && pl->free && pl->calloc && pl->usable &&
-	       pl->malloc_fn && pl->free_fn ? 0 : -1;
+	       pl->malloc_fn && pl->free_fn && pl->ctor_block ? 0 : -1;
 }
 
 /* malloc/deepbind_slots, through the drop-in's slub_sysfs_read(). */
@@ -121,6 +123,30 @@ static void exercise(const struct plugin *pl)
 		CHECK(p && filled(p, n, 0));
 		free(p);
 	}
+}
+
+/*
+ * The constructor's blocks, glibc's (see malloc_deepbind.c): sized by
+ * glibc, one freed, one grown to a block of the drop-in's with its bytes,
+ * one kept in place by a shrink and freed through the plugin. None of
+ * them may be reported (the test fails on a BUG line).
+ */
+static void ctor_blocks(const struct plugin *pl)
+{
+	unsigned char *p = pl->ctor_block(0), *q = pl->ctor_block(1), *r = pl->ctor_block(2);
+
+	CHECK(p && q && r);
+	if (!p || !q || !r)
+		return;
+	CHECK(malloc_usable_size(p) >= 200 && filled(p, 200, 0x70));
+	free(p);
+	q = realloc(q, 100000);
+	CHECK(q && filled(q, 200, 0x71));
+	CHECK(malloc_usable_size(q) >= 100000);
+	free(q);
+	r = realloc(r, 150);
+	CHECK(r && filled(r, 150, 0x72));
+	pl->free(r);
 }
 
 /* ---- Many threads beside fix-ups ------------------------------------------------ */
@@ -228,6 +254,7 @@ static int run_threads(const char *plugin)
 		if (write_copy(path, data, n) || load(&pc, path, RTLD_LAZY))
 			return 1;
 		CHECK(deepbind_slots() > before);
+		ctor_blocks(&pc);
 		exercise(&pc);
 		CHECK(!dlclose(pc.handle));
 		unlink(path);
@@ -263,6 +290,7 @@ int main(int argc, char **argv)
 	/* The plugin's malloc, free, calloc, realloc, malloc_usable_size at least. */
 	slots = deepbind_slots();
 	CHECK(slots >= 5);
+	ctor_blocks(&a);
 	exercise(&a);
 	if (load(&b, argv[1], flags))	/* already loaded: the same object */
 		return 1;

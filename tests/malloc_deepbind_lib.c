@@ -9,6 +9,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * Blocks taken by the constructor, which dlopen() runs before the
+ * drop-in can move the plugin's slots: glibc's, in its main heap.
+ */
+#define CTOR_BLOCKS	3
+#define CTOR_SIZE	200
+static void *ctor_block[CTOR_BLOCKS];
+
+__attribute__((constructor)) static void plugin_init(void)
+{
+	for (int i = 0; i < CTOR_BLOCKS; i++) {
+		ctor_block[i] = malloc(CTOR_SIZE);
+		if (ctor_block[i])
+			memset(ctor_block[i], 0x70 + i, CTOR_SIZE);
+	}
+}
+
+/* The constructor's block i, handed over: the caller frees it. */
+void *plugin_ctor_block(int i)
+{
+	void *p = ctor_block[i];
+
+	ctor_block[i] = NULL;
+	return p;
+}
+
 /* A block of n bytes filled with c, for the program to check and free. */
 void *plugin_alloc(size_t n, int c)
 {
