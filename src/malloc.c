@@ -214,10 +214,8 @@ static void free_mapped(void *p, const void *caller)
 
 	if (v == VHEAP_FREED)
 		return;
-	if (v == VHEAP_BAD)
-		bad_free(p, "free", caller);
-	else if (!huge_lookup(p, true) &&
-		 !(malloc_glibc_free && malloc_glibc_free(p)))
+	if (v == VHEAP_BAD || (!huge_lookup(p, true) &&
+			       !(malloc_glibc_free && malloc_glibc_free(p))))
 		bad_free(p, "free", caller);
 }
 
