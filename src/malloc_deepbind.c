@@ -26,9 +26,14 @@
  * from glibc while dlopen() ran them, before there was anything to
  * patch. Those in glibc's main heap (the break) are known by address:
  * free() gives them to glibc's free, realloc() moves them to the
- * drop-in, malloc_usable_size() asks glibc. Any other (a later deep
- * load's constructors on another thread take a mapped arena of glibc's)
- * is reported as an invalid pointer when freed, and leaks, safely.
+ * drop-in, malloc_usable_size() asks glibc. So are those in the arena
+ * heap of the thread that called dlopen() (another thread's deep load
+ * takes an arena of glibc's own mapping), noted before the call, and the
+ * large ones that glibc mapped alone, known by their chunk header. Not
+ * covered: an arena grown past its first 64 MiB heap, the blocks of
+ * threads that the constructors start, and glibc's aligned mapped
+ * chunks; each is reported as an invalid pointer when freed, and leaks,
+ * safely.
  * SLUB_DEEPBIND=keep turns the patching off; malloc/deepbind_slots
  * counts the slots moved so far.
  */
@@ -292,15 +297,94 @@ static int patch_one(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-/* A block of glibc's main heap, where nothing of the drop-in's lies. */
-static bool glibc_block(const void *p)
-{
-	uintptr_t a = (uintptr_t)p, top;
+/*
+ * glibc's arena heaps other than the main one: a thread's first malloc
+ * takes an arena, and a non-main arena grows inside 64 MiB regions
+ * aligned to their size (HEAP_MAX_SIZE on 64-bit), reserved whole, so
+ * nothing of the drop-in's lies in one. Each deep load first asks glibc
+ * for a block on the loading thread, which is the arena its
+ * constructors will use, and notes the region that holds it.
+ */
+#define GLIBC_HEAP_SIZE		(64UL << 20)
+#define GLIBC_HEAPS_MAX		16
+static uintptr_t glibc_heap[GLIBC_HEAPS_MAX];
+static unsigned int glibc_heaps;	/* written under deep_lock */
 
-	if (!__atomic_load_n(&glibc_reachable, __ATOMIC_ACQUIRE) || a < glibc_brk_lo)
+static bool in_main_heap(uintptr_t a)
+{
+	uintptr_t top;
+
+	if (a < glibc_brk_lo)
 		return false;
 	top = (uintptr_t)sbrk(0);
 	return top != (uintptr_t)-1 && a < top;
+}
+
+static void note_glibc_arena(void)
+{
+	void *(*glibc_malloc)(size_t) = (void *(*)(size_t))glibc_fn[family_index("malloc")];
+	void (*glibc_free)(void *) = (void (*)(void *))glibc_fn[family_index("free")];
+	uintptr_t base;
+	unsigned int i, nr = glibc_heaps;
+	void *p;
+
+	if (!glibc_malloc || !glibc_free || !(p = glibc_malloc(1)))
+		return;
+	base = (uintptr_t)p & ~(GLIBC_HEAP_SIZE - 1);
+	for (i = 0; i < nr && glibc_heap[i] != base; i++)
+		;
+	if (i == nr && nr < GLIBC_HEAPS_MAX && !in_main_heap((uintptr_t)p)) {
+		glibc_heap[nr] = base;
+		__atomic_store_n(&glibc_heaps, nr + 1, __ATOMIC_RELEASE);
+	}
+	glibc_free(p);
+}
+
+/*
+ * A chunk that glibc mapped on its own (at or above its mmap threshold,
+ * 128 KiB at first): 16 bytes into a page, its header's size a multiple
+ * of the page with IS_MMAPPED (2) set and NON_MAIN_ARENA (4) clear, and
+ * every page of it mapped (msync() fails with ENOMEM on a hole). glibc's
+ * free() unmaps that range, so each test must hold before it may.
+ */
+static bool glibc_mapped_chunk(uintptr_t a)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t chunk = a - 16;
+	size_t size;
+
+	if (page <= 0 || (a & ((uintptr_t)page - 1)) != 16)
+		return false;
+	if (msync((void *)chunk, (size_t)page, MS_ASYNC))
+		return false;	/* the header's page is not mapped */
+	size = ((const size_t *)chunk)[1];
+	if (((const size_t *)chunk)[0] != 0 || (size & 7) != 2)
+		return false;
+	size &= ~(size_t)7;
+	if (size < (size_t)page || size % (size_t)page || chunk + size < chunk)
+		return false;
+	return !msync((void *)chunk, size, MS_ASYNC);
+}
+
+/*
+ * A block of glibc's: in its main heap, in one of its arena heaps noted
+ * at a deep load, or a chunk it mapped alone. Nothing of the drop-in's
+ * lies in any of them; callers have ruled out the drop-in's own blocks.
+ */
+static bool glibc_block(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	unsigned int nr;
+
+	if (!__atomic_load_n(&glibc_reachable, __ATOMIC_ACQUIRE))
+		return false;
+	if (in_main_heap(a))
+		return true;
+	nr = __atomic_load_n(&glibc_heaps, __ATOMIC_ACQUIRE);
+	for (unsigned int i = 0; i < nr; i++)
+		if (a - glibc_heap[i] < GLIBC_HEAP_SIZE)
+			return true;
+	return glibc_mapped_chunk(a);
 }
 
 size_t malloc_glibc_usable(const void *p)
@@ -358,6 +442,7 @@ MALLOC_API void *dlopen(const char *file, int flags)
 		__atomic_store_n(&glibc_reachable, glibc_brk_lo != (uintptr_t)-1,
 				 __ATOMIC_RELEASE);
 	}
+	note_glibc_arena();
 	note_loaded(&before);
 	handle = real(file, flags);
 	if (handle) {

@@ -15,7 +15,10 @@
  *                                   CPUs cross blocks through the plugin
  *                                   while the main thread opens and closes
  *                                   40 fresh copies of it, each fixed up
- *                                   while the others call through theirs)
+ *                                   while the others call through theirs,
+ *                                   every other copy from a new thread,
+ *                                   whose constructor blocks come from an
+ *                                   arena glibc maps for that thread)
  *   malloc_deepbind PLUGIN glibc   (with SLUB_DEEPBIND=keep: the plugin's
  *                                   malloc is glibc's, which the test
  *                                   above would catch)
@@ -128,13 +131,26 @@ static void exercise(const struct plugin *pl)
 /*
  * The constructor's blocks, glibc's (see malloc_deepbind.c): sized by
  * glibc, one freed, one grown to a block of the drop-in's with its bytes,
- * one kept in place by a shrink and freed through the plugin. None of
+ * one kept in place by a shrink and freed through the plugin; of the two
+ * that glibc mapped alone, one freed and one moved by a realloc. None of
  * them may be reported (the test fails on a BUG line).
  */
+#define LARGE	(1 << 20)
+
 static void ctor_blocks(const struct plugin *pl)
 {
 	unsigned char *p = pl->ctor_block(0), *q = pl->ctor_block(1), *r = pl->ctor_block(2);
+	unsigned char *big = pl->ctor_block(3), *moved = pl->ctor_block(4);
 
+	CHECK(big && moved);
+	if (big && moved) {
+		CHECK(malloc_usable_size(big) >= LARGE && filled(big, LARGE, 0x73));
+		free(big);
+		moved = realloc(moved, 3 * LARGE);
+		CHECK(moved && filled(moved, LARGE, 0x74));
+		CHECK(malloc_usable_size(moved) >= 3 * LARGE);
+		free(moved);
+	}
 	CHECK(p && q && r);
 	if (!p || !q || !r)
 		return;
@@ -210,6 +226,22 @@ static void *churn(void *arg)
 	return NULL;
 }
 
+/* A fresh copy opened, its constructor's blocks and its calls checked, closed. */
+static void *load_copy(void *path)
+{
+	struct plugin pc = { 0 };
+	long before = deepbind_slots();
+
+	CHECK(!load(&pc, path, RTLD_LAZY));
+	if (!pc.handle)
+		return NULL;
+	CHECK(deepbind_slots() > before);
+	ctor_blocks(&pc);
+	exercise(&pc);
+	CHECK(!dlclose(pc.handle));
+	return NULL;
+}
+
 /* The plugin's bytes, written anew to a path of its own for each copy. */
 static int write_copy(const char *path, const char *data, size_t n)
 {
@@ -247,16 +279,17 @@ static int run_threads(const char *plugin)
 		if (pthread_create(&tid[i], NULL, churn, (void *)i))
 			return 1;
 	for (int c = 0; c < COPIES; c++) {
-		struct plugin pc;
-		long before = deepbind_slots();
+		pthread_t loader;
 
 		snprintf(path, sizeof(path), "%s/copy%d.so", dir, c);
-		if (write_copy(path, data, n) || load(&pc, path, RTLD_LAZY))
+		if (write_copy(path, data, n))
 			return 1;
-		CHECK(deepbind_slots() > before);
-		ctor_blocks(&pc);
-		exercise(&pc);
-		CHECK(!dlclose(pc.handle));
+		/* Every other copy from a thread of its own: glibc gives it an arena. */
+		if (c % 2 == 0)
+			load_copy(path);
+		else if (pthread_create(&loader, NULL, load_copy, path) ||
+			 pthread_join(loader, NULL))
+			return 1;
 		unlink(path);
 	}
 	__atomic_store_n(&copies_done, 1, __ATOMIC_RELEASE);

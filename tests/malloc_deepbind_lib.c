@@ -11,18 +11,25 @@
 
 /*
  * Blocks taken by the constructor, which dlopen() runs before the
- * drop-in can move the plugin's slots: glibc's, in its main heap.
+ * drop-in can move the plugin's slots: glibc's, from the loading
+ * thread's arena (the main heap, or a mapped arena of glibc's for a
+ * thread that came later), and two above glibc's mmap threshold, which
+ * it maps alone.
  */
-#define CTOR_BLOCKS	3
+#define CTOR_BLOCKS	5
+#define CTOR_SMALL	3
 #define CTOR_SIZE	200
+#define CTOR_LARGE	(1 << 20)
 static void *ctor_block[CTOR_BLOCKS];
 
 __attribute__((constructor)) static void plugin_init(void)
 {
 	for (int i = 0; i < CTOR_BLOCKS; i++) {
-		ctor_block[i] = malloc(CTOR_SIZE);
+		size_t n = i < CTOR_SMALL ? CTOR_SIZE : CTOR_LARGE;
+
+		ctor_block[i] = malloc(n);
 		if (ctor_block[i])
-			memset(ctor_block[i], 0x70 + i, CTOR_SIZE);
+			memset(ctor_block[i], 0x70 + i, n);
 	}
 }
 
