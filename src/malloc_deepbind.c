@@ -29,10 +29,10 @@
  * drop-in, malloc_usable_size() asks glibc. So are those in the arena
  * heap of the thread that called dlopen() (another thread's deep load
  * takes an arena of glibc's own mapping), noted before the call, and the
- * large ones that glibc mapped alone, known by their chunk header. Not
- * covered: an arena grown past its first 64 MiB heap, the blocks of
- * threads that the constructors start, and glibc's aligned mapped
- * chunks; each is reported as an invalid pointer when freed, and leaks,
+ * large ones that glibc mapped alone, aligned or not, known by their
+ * chunk header. Not
+ * covered: an arena grown past its first 64 MiB heap and the blocks of
+ * threads that the constructors start; each is reported as an invalid pointer when freed, and leaks,
  * safely.
  * SLUB_DEEPBIND=keep turns the patching off; malloc/deepbind_slots
  * counts the slots moved so far.
@@ -342,28 +342,37 @@ static void note_glibc_arena(void)
 
 /*
  * A chunk that glibc mapped on its own (at or above its mmap threshold,
- * 128 KiB at first): 16 bytes into a page, its header's size a multiple
- * of the page with IS_MMAPPED (2) set and NON_MAIN_ARENA (4) clear, and
- * every page of it mapped (msync() fails with ENOMEM on a hole). glibc's
- * free() unmaps that range, so each test must hold before it may.
+ * 128 KiB at first), as glibc's munmap_chunk() checks one: the header
+ * 16 bytes below the pointer holds prev_size, the lead from the start of
+ * the mapping (0, or what memalign() skipped to align the block), and
+ * the size with IS_MMAPPED (2) set and NON_MAIN_ARENA (4) clear; the
+ * mapping's start and length (lead + size) are page multiples, the
+ * pointer's offset in its page a power of two (or 0), and every page
+ * of the mapping is mapped (msync() fails with ENOMEM on a hole).
+ * glibc's free() unmaps that range, so each test must hold before it may.
  */
 static bool glibc_mapped_chunk(uintptr_t a)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	uintptr_t chunk = a - 16;
+	uintptr_t chunk = a - 16, mask = (uintptr_t)page - 1, off = a & mask;
+	uintptr_t lead, block, total;
 	size_t size;
 
-	if (page <= 0 || (a & ((uintptr_t)page - 1)) != 16)
+	if (page <= 0 || a < 16 || (off & (off - 1)) || (a & 15))
 		return false;
-	if (msync((void *)chunk, (size_t)page, MS_ASYNC))
+	if (msync((void *)(chunk & ~mask), (size_t)page, MS_ASYNC))
 		return false;	/* the header's page is not mapped */
+	lead = ((const size_t *)chunk)[0];
 	size = ((const size_t *)chunk)[1];
-	if (((const size_t *)chunk)[0] != 0 || (size & 7) != 2)
+	if ((size & 7) != 2)
 		return false;
 	size &= ~(size_t)7;
-	if (size < (size_t)page || size % (size_t)page || chunk + size < chunk)
+	block = chunk - lead;
+	total = lead + size;
+	if (lead > chunk || total < size || (block & mask) || (total & mask) ||
+	    size < (size_t)page || block + total < block || a >= block + total)
 		return false;
-	return !msync((void *)chunk, size, MS_ASYNC);
+	return !msync((void *)block, total, MS_ASYNC);
 }
 
 /*

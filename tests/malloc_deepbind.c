@@ -141,7 +141,17 @@ static void ctor_blocks(const struct plugin *pl)
 {
 	unsigned char *p = pl->ctor_block(0), *q = pl->ctor_block(1), *r = pl->ctor_block(2);
 	unsigned char *big = pl->ctor_block(3), *moved = pl->ctor_block(4);
+	unsigned char *paged = pl->ctor_block(5), *lined = pl->ctor_block(6);
 
+	CHECK(paged && lined);
+	if (paged && lined) {
+		CHECK((uintptr_t)paged % 4096 == 0 && (uintptr_t)lined % 64 == 0);
+		CHECK(malloc_usable_size(paged) >= LARGE && filled(paged, LARGE, 0x75));
+		free(paged);
+		lined = realloc(lined, 2 * LARGE);
+		CHECK(lined && filled(lined, LARGE, 0x76));
+		free(lined);
+	}
 	CHECK(big && moved);
 	if (big && moved) {
 		CHECK(malloc_usable_size(big) >= LARGE && filled(big, LARGE, 0x73));

@@ -13,11 +13,13 @@
  * Blocks taken by the constructor, which dlopen() runs before the
  * drop-in can move the plugin's slots: glibc's, from the loading
  * thread's arena (the main heap, or a mapped arena of glibc's for a
- * thread that came later), and two above glibc's mmap threshold, which
- * it maps alone.
+ * thread that came later), two above glibc's mmap threshold, which it
+ * maps alone, and two of those aligned, to a page and to 64 bytes (a
+ * lead before the header inside glibc's mapping).
  */
-#define CTOR_BLOCKS	5
+#define CTOR_BLOCKS	7
 #define CTOR_SMALL	3
+#define CTOR_PLAIN	5
 #define CTOR_SIZE	200
 #define CTOR_LARGE	(1 << 20)
 static void *ctor_block[CTOR_BLOCKS];
@@ -27,7 +29,10 @@ __attribute__((constructor)) static void plugin_init(void)
 	for (int i = 0; i < CTOR_BLOCKS; i++) {
 		size_t n = i < CTOR_SMALL ? CTOR_SIZE : CTOR_LARGE;
 
-		ctor_block[i] = malloc(n);
+		if (i < CTOR_PLAIN)
+			ctor_block[i] = malloc(n);
+		else
+			ctor_block[i] = memalign(i == CTOR_PLAIN ? 4096 : 64, n);
 		if (ctor_block[i])
 			memset(ctor_block[i], 0x70 + i, n);
 	}
