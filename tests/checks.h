@@ -6,7 +6,11 @@
 #ifndef SLUB_TEST_CHECKS_H
 #define SLUB_TEST_CHECKS_H
 
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <sys/wait.h>
 
@@ -27,19 +31,51 @@ static inline void check_all_merged(void)
 	CHECK_EQ(page_alloc_check(), 0);
 }
 
-/* Fork, run fn in the child under an alarm, and return its wait status. */
+/*
+ * Fork, run fn in the child under an alarm, and return its wait status.
+ * The parent waits twice the alarm at most: a child that outlives its own
+ * alarm (stuck where SIGALRM cannot end it, or gone from /proc) is said
+ * so, with its state, killed, and returned as killed, rather than hang
+ * the test until its time limit says nothing about why.
+ */
 static inline int fork_child(int (*fn)(void), unsigned int timeout)
 {
 	int status = -1;
-	pid_t pid = fork();
+	pid_t pid = fork(), r;
+	long waited_us = 0, nap_us = 50;
 
 	if (pid == 0) {
 		alarm(timeout);
 		_exit(fn());
 	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+	if (pid < 0)
 		return -1;
-	return status;
+	/* Naps from 50 us up to 10 ms: most children are done in a few ms. */
+	while ((r = waitpid(pid, &status, WNOHANG)) == 0 &&
+	       waited_us < 2000000L * timeout) {
+		usleep((useconds_t)nap_us);
+		waited_us += nap_us;
+		if (nap_us < 10000)
+			nap_us *= 2;
+	}
+	if (r == 0) {
+		char path[64], state[256] = "not in /proc";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(state, sizeof(state), f))
+				snprintf(state, sizeof(state), "unreadable");
+			fclose(f);
+		}
+		fprintf(stderr, "fork_child: child %d still there after %u s: %s\n",
+			(int)pid, 2 * timeout, state);
+		kill(pid, SIGKILL);
+		r = waitpid(pid, &status, 0);
+	}
+	if (r != pid)
+		fprintf(stderr, "fork_child: waitpid(%d): %s\n", (int)pid, strerror(errno));
+	return r == pid ? status : -1;
 }
 
 /* Returns false, after saying why, if the child did not exit 0. */
