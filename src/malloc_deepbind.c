@@ -30,10 +30,9 @@
  * heap of the thread that called dlopen() (another thread's deep load
  * takes an arena of glibc's own mapping), noted before the call, and the
  * large ones that glibc mapped alone, aligned or not, known by their
- * chunk header. Not
- * covered: an arena grown past its first 64 MiB heap and the blocks of
- * threads that the constructors start; each is reported as an invalid pointer when freed, and leaks,
- * safely.
+ * chunk header. Not covered: an arena grown past its first 64 MiB heap
+ * and the blocks of threads that the constructors start; each is
+ * reported as an invalid pointer when freed, and leaks, safely.
  * SLUB_DEEPBIND=keep turns the patching off; malloc/deepbind_slots
  * counts the slots moved so far.
  */
@@ -368,9 +367,9 @@ static bool glibc_mapped_chunk(uintptr_t a)
 		return false;
 	size &= ~(size_t)7;
 	block = chunk - lead;
-	total = lead + size;
-	if (lead > chunk || total < size || (block & mask) || (total & mask) ||
-	    size < (size_t)page || block + total < block || a >= block + total)
+	total = lead + size;	/* the mapping ends at chunk + size, past a */
+	if (lead > chunk || total < size || chunk + size < chunk ||
+	    (block & mask) || (total & mask) || size < (size_t)page)
 		return false;
 	return !msync((void *)block, total, MS_ASYNC);
 }

@@ -8,11 +8,11 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-#include <stdbool.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "page_alloc.h"
 
