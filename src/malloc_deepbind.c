@@ -375,23 +375,72 @@ static bool glibc_mapped_chunk(uintptr_t a)
 }
 
 /*
- * A block of glibc's: in its main heap, in one of its arena heaps noted
- * at a deep load, or a chunk it mapped alone. Nothing of the drop-in's
- * lies in any of them; callers have ruled out the drop-in's own blocks.
+ * A chunk in use in one of glibc's heaps, [lo, hi), as glibc's free()
+ * reads one: the header 16 bytes below the pointer holds the size, a
+ * multiple of 16 of 32 bytes or more, with IS_MMAPPED (2) clear and
+ * NON_MAIN_ARENA (4) as the heap is; the next chunk's header lies below
+ * hi, sizes a chunk that ends there or below, and says this one is in
+ * use (PREV_INUSE, 1). A pointer into a block's middle, or into glibc's
+ * free space, fails one of them and is reported as not ours: glibc's
+ * free() aborted the program on it ("double free or corruption (out)").
+ */
+static bool glibc_heap_chunk(uintptr_t a, uintptr_t lo, uintptr_t hi, bool non_main)
+{
+	uintptr_t chunk = a - 16, next;
+	size_t size, next_size;
+
+	if ((a & 15) || chunk < lo || hi - chunk < 32)
+		return false;
+	size = ((const size_t *)chunk)[1];
+	if ((size & 2) || !(size & 4) == non_main)
+		return false;
+	size &= ~(size_t)7;
+	if (size < 32 || (size & 15) || size > hi - chunk - 16)
+		return false;
+	next = chunk + size;
+	next_size = ((const size_t *)next)[1];
+	return (next_size & 1) && (next_size & ~(size_t)7) >= 16 &&
+	       (next_size & ~(size_t)7) <= hi - next;
+}
+
+/*
+ * An arena heap's header (glibc's heap_info: ar_ptr, prev, size, ...)
+ * gives the bytes of the region in use; past them it is PROT_NONE.
+ * A heap that glibc unmapped fails msync().
+ */
+static bool glibc_arena_chunk(uintptr_t a, uintptr_t base)
+{
+	size_t used;
+
+	if (msync((void *)base, 1, MS_ASYNC))
+		return false;
+	used = ((const size_t *)base)[2];
+	if (used > GLIBC_HEAP_SIZE)
+		return false;
+	return glibc_heap_chunk(a, base + 32, base + used, true);
+}
+
+/*
+ * A block of glibc's: a chunk in use in its main heap, in one of its
+ * arena heaps noted at a deep load, or a chunk it mapped alone. Nothing
+ * of the drop-in's lies in any of them; callers have ruled out the
+ * drop-in's own blocks.
  */
 static bool glibc_block(const void *p)
 {
-	uintptr_t a = (uintptr_t)p;
+	uintptr_t a = (uintptr_t)p, top;
 	unsigned int nr;
 
 	if (!__atomic_load_n(&glibc_reachable, __ATOMIC_ACQUIRE))
 		return false;
-	if (in_main_heap(a))
-		return true;
+	if (in_main_heap(a)) {
+		top = (uintptr_t)sbrk(0);
+		return glibc_heap_chunk(a, glibc_brk_lo, top, false);
+	}
 	nr = __atomic_load_n(&glibc_heaps, __ATOMIC_ACQUIRE);
 	for (unsigned int i = 0; i < nr; i++)
 		if (a - glibc_heap[i] < GLIBC_HEAP_SIZE)
-			return true;
+			return glibc_arena_chunk(a, glibc_heap[i]);
 	return glibc_mapped_chunk(a);
 }
 

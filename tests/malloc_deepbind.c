@@ -22,6 +22,10 @@
  *   malloc_deepbind PLUGIN glibc   (with SLUB_DEEPBIND=keep: the plugin's
  *                                   malloc is glibc's, which the test
  *                                   above would catch)
+ *   malloc_deepbind PLUGIN garbage (pointers into the middle of glibc's
+ *                                   blocks, in its main heap and in a
+ *                                   thread's arena: reported, not passed
+ *                                   to glibc's free(), which aborts)
  *
  * Prints "malloc_deepbind: ok" when every check held.
  */
@@ -35,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static int failures;
@@ -175,6 +180,69 @@ static void ctor_blocks(const struct plugin *pl)
 	pl->free(r);
 }
 
+/* ---- Pointers into glibc's blocks ----------------------------------------------- */
+
+/* Whether free(p) was reported, read back from a memfd standing in for stderr. */
+static bool free_reported(void *p)
+{
+	int saved = dup(2), fd = memfd_create("stderr", 0);
+	char buf[512] = "";
+	ssize_t n = -1;
+
+	if (saved < 0 || fd < 0 || dup2(fd, 2) < 0)
+		return false;
+	free(p);
+	dup2(saved, 2);
+	close(saved);
+	if (lseek(fd, 0, SEEK_SET) == 0)
+		n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	fputs(buf, stderr);	/* for the log */
+	return strstr(buf, "BUG: free(): invalid pointer") &&
+	       strstr(buf, "not allocated by libslub-malloc");
+}
+
+/*
+ * A constructor's glibc block (see ctor_blocks()): pointers 16-aligned
+ * into its middle, where the "header" below is its fill or a neighbour's
+ * bytes, are each reported and change nothing; the block itself, and
+ * the constructor's others, then go back to glibc unreported (a block
+ * that did not would be reported as not the drop-in's).
+ */
+static void garbage_blocks(const struct plugin *pl)
+{
+	unsigned char *p = pl->ctor_block(0), *big = pl->ctor_block(3);
+
+	CHECK(p && big);
+	if (!p || !big)
+		return;
+	for (size_t off = 16; off < 200; off += 48) {
+		CHECK(free_reported(p + off));
+		CHECK(malloc_usable_size(p + off) == 0);
+	}
+	CHECK(free_reported(big + 4096));
+	CHECK(filled(p, 200, 0x70) && filled(big, LARGE, 0x73));
+	CHECK(malloc_usable_size(p) >= 200);
+	CHECK(!free_reported(p));
+	CHECK(!free_reported(big));
+	for (int i = 0; i < 7; i++)
+		free(pl->ctor_block(i));	/* the rest; NULL for those taken */
+}
+
+/* A copy opened from a thread of its own: its blocks are in glibc's arena for it. */
+static void *garbage_copy(void *path)
+{
+	struct plugin pc = { 0 };
+
+	CHECK(!load(&pc, path, RTLD_LAZY));
+	if (!pc.handle)
+		return NULL;
+	garbage_blocks(&pc);
+	CHECK(!dlclose(pc.handle));
+	return NULL;
+}
+
 /* ---- Many threads beside fix-ups ------------------------------------------------ */
 
 #define THREADS	16
@@ -263,27 +331,65 @@ static int write_copy(const char *path, const char *data, size_t n)
 	return ok ? 0 : -1;
 }
 
-static int run_threads(const char *plugin)
+/* The plugin's bytes, read whole; NULL on failure. */
+static char *read_plugin(const char *plugin, size_t *len)
 {
-	pthread_t tid[THREADS];
-	char dir[] = "/tmp/malloc_deepbind.XXXXXX", path[64];
 	char *data = NULL;
 	size_t n = 0;
 	FILE *f = fopen(plugin, "rb");
 
-	if (!f || !mkdtemp(dir))
-		return 1;
-	for (char buf[65536]; !feof(f);) {
+	if (!f)
+		return NULL;
+	for (char buf[65536]; !feof(f) && !ferror(f);) {
 		size_t got = fread(buf, 1, sizeof(buf), f);
 		char *d = realloc(data, n + got);
 
 		if (!d)
-			return 1;
+			break;
 		data = d;
 		memcpy(data + n, buf, got);
 		n += got;
 	}
+	if (ferror(f) || !feof(f)) {
+		free(data);
+		data = NULL;
+	}
 	fclose(f);
+	*len = n;
+	return data;
+}
+
+/* Pointers into glibc's blocks: the main heap's (plugin a), a thread arena's. */
+static int run_garbage(const struct plugin *a, const char *plugin)
+{
+	char dir[] = "/tmp/malloc_deepbind.XXXXXX", path[64];
+	size_t n;
+	char *data = read_plugin(plugin, &n);
+	pthread_t loader;
+
+	garbage_blocks(a);
+	if (!data || !mkdtemp(dir))
+		return 1;
+	snprintf(path, sizeof(path), "%s/copy.so", dir);
+	if (write_copy(path, data, n) ||
+	    pthread_create(&loader, NULL, garbage_copy, path) ||
+	    pthread_join(loader, NULL))
+		return 1;
+	unlink(path);
+	rmdir(dir);
+	free(data);
+	return failures != 0;
+}
+
+static int run_threads(const char *plugin)
+{
+	pthread_t tid[THREADS];
+	char dir[] = "/tmp/malloc_deepbind.XXXXXX", path[64];
+	size_t n;
+	char *data = read_plugin(plugin, &n);
+
+	if (!data || !mkdtemp(dir))
+		return 1;
 	ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	for (long i = 0; i < THREADS; i++)
 		if (pthread_create(&tid[i], NULL, churn, (void *)i))
@@ -317,7 +423,7 @@ int main(int argc, char **argv)
 	int flags = argc > 2 && !strcmp(argv[2], "now") ? RTLD_NOW : RTLD_LAZY;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: malloc_deepbind PLUGIN [lazy|now|threads|glibc]\n");
+		fprintf(stderr, "usage: malloc_deepbind PLUGIN [lazy|now|threads|glibc|garbage]\n");
 		return 2;
 	}
 	CHECK(deepbind_slots() == 0);
@@ -333,6 +439,12 @@ int main(int argc, char **argv)
 	/* The plugin's malloc, free, calloc, realloc, malloc_usable_size at least. */
 	slots = deepbind_slots();
 	CHECK(slots >= 5);
+	if (argc > 2 && !strcmp(argv[2], "garbage")) {
+		if (run_garbage(&a, argv[1]))
+			return 1;
+		printf("malloc_deepbind: ok\n");
+		return 0;
+	}
 	ctor_blocks(&a);
 	exercise(&a);
 	if (load(&b, argv[1], flags))	/* already loaded: the same object */
