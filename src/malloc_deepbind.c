@@ -26,24 +26,27 @@
  * from glibc while dlopen() ran them, before there was anything to
  * patch. Those in glibc's main heap (the break) are known by address:
  * free() gives them to glibc's free, realloc() moves them to the
- * drop-in, malloc_usable_size() asks glibc. So are those in the arena
- * heap of the thread that called dlopen() (another thread's deep load
- * takes an arena of glibc's own mapping), noted before the call, and the
- * large ones that glibc mapped alone, aligned or not, known by their
- * chunk header. Not covered: an arena grown past its first 64 MiB heap
- * and the blocks of threads that the constructors start; each is
- * reported as an invalid pointer when freed, and leaks, safely.
+ * drop-in, malloc_usable_size() asks glibc. So are those in glibc's
+ * arena heaps (another thread's deep load, or a thread a constructor
+ * starts, takes an arena of glibc's own mapping), known by the heap's
+ * header and checked through process_vm_readv(), which fails where a
+ * read would fault; the arena heap of the thread that called dlopen(),
+ * noted before the call, is known without it. So are the large ones
+ * that glibc mapped alone, aligned or not, known by their chunk header.
+ * Any other pointer is reported as an invalid pointer when freed.
  * SLUB_DEEPBIND=keep turns the patching off; malloc/deepbind_slots
  * counts the slots moved so far.
  */
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "malloc_internal.h"
@@ -302,12 +305,30 @@ static int patch_one(struct dl_phdr_info *info, size_t size, void *arg)
  * aligned to their size (HEAP_MAX_SIZE on 64-bit), reserved whole, so
  * nothing of the drop-in's lies in one. Each deep load first asks glibc
  * for a block on the loading thread, which is the arena its
- * constructors will use, and notes the region that holds it.
+ * constructors will use, and notes the region that holds it and the
+ * arena's heaps below it (see glibc_block()).
  */
 #define GLIBC_HEAP_SIZE		(64UL << 20)
-#define GLIBC_HEAPS_MAX		16
+#define GLIBC_HEAPS_MAX		64
 static uintptr_t glibc_heap[GLIBC_HEAPS_MAX];
 static unsigned int glibc_heaps;	/* written under deep_lock */
+
+/*
+ * glibc's heap_info (malloc/arena.c, 64-bit), the header at the start of
+ * each arena heap; past its used size the heap is PROT_NONE. A new
+ * arena's malloc_state sits just past the header of its first heap, and
+ * a later heap's prev leads back towards that one. Before glibc 2.35 the
+ * header had no pagesize and took 32 bytes, not 48.
+ */
+struct glibc_heap_info {
+	uintptr_t ar_ptr;	/* the heap's arena */
+	uintptr_t prev;		/* the arena's heap before this one */
+	size_t size;		/* bytes in use from the heap's start */
+	size_t mprotect_size;
+	size_t pagesize;
+	size_t pad;
+};
+#define GLIBC_HEAP_CHAIN_MAX	256	/* heaps an arena is followed through */
 
 static bool in_main_heap(uintptr_t a)
 {
@@ -329,12 +350,21 @@ static void note_glibc_arena(void)
 
 	if (!glibc_malloc || !glibc_free || !(p = glibc_malloc(1)))
 		return;
-	base = (uintptr_t)p & ~(GLIBC_HEAP_SIZE - 1);
-	for (i = 0; i < nr && glibc_heap[i] != base; i++)
-		;
-	if (i == nr && nr < GLIBC_HEAPS_MAX && !in_main_heap((uintptr_t)p)) {
-		glibc_heap[nr] = base;
-		__atomic_store_n(&glibc_heaps, nr + 1, __ATOMIC_RELEASE);
+	base = in_main_heap((uintptr_t)p) ? 0 : (uintptr_t)p & ~(GLIBC_HEAP_SIZE - 1);
+	/*
+	 * The heap that holds p stays while p does, and glibc gives back
+	 * only an arena's newest heap: those below it stay too.
+	 */
+	for (int hops = 0; base && hops < GLIBC_HEAP_CHAIN_MAX; hops++) {
+		for (i = 0; i < nr && glibc_heap[i] != base; i++)
+			;
+		if (i == nr && nr < GLIBC_HEAPS_MAX) {
+			glibc_heap[nr++] = base;
+			__atomic_store_n(&glibc_heaps, nr, __ATOMIC_RELEASE);
+		}
+		base = ((const struct glibc_heap_info *)base)->prev;
+		if (base & (GLIBC_HEAP_SIZE - 1))
+			break;
 	}
 	glibc_free(p);
 }
@@ -404,43 +434,69 @@ static bool glibc_heap_chunk(uintptr_t a, uintptr_t lo, uintptr_t hi, bool non_m
 }
 
 /*
- * An arena heap's header (glibc's heap_info: ar_ptr, prev, size, ...)
- * gives the bytes of the region in use; past them it is PROT_NONE.
- * A heap that glibc unmapped fails msync().
+ * The header of the region at base (aligned to GLIBC_HEAP_SIZE) copied
+ * to h, or false where a read would fault: through process_vm_readv(),
+ * and where that is refused (seccomp, ENOSYS), for a heap a deep load
+ * noted, read in place once msync() says the page is mapped.
  */
-static bool glibc_arena_chunk(uintptr_t a, uintptr_t base)
+static bool heap_header(struct glibc_heap_info *h, uintptr_t base, bool noted)
 {
-	size_t used;
+	struct iovec local = { .iov_base = h, .iov_len = sizeof(*h) };
+	struct iovec remote = { .iov_base = (void *)base, .iov_len = sizeof(*h) };
 
-	if (msync((void *)base, 1, MS_ASYNC))
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof(*h))
+		return true;
+	if (!noted || errno == EFAULT || msync((void *)base, 1, MS_ASYNC))
 		return false;
-	used = ((const size_t *)base)[2];
-	if (used > GLIBC_HEAP_SIZE)
-		return false;
-	return glibc_heap_chunk(a, base + 32, base + used, true);
+	*h = *(const struct glibc_heap_info *)base;
+	return true;
 }
 
 /*
- * A block of glibc's: a chunk in use in its main heap, in one of its
- * arena heaps noted at a deep load, or a chunk it mapped alone. Nothing
- * of the drop-in's lies in any of them; callers have ruled out the
- * drop-in's own blocks.
+ * Whether a heap that no deep load noted (a thread's that a constructor
+ * started, a heap an arena grew to) is glibc's: the chain of prev
+ * headers, each naming the same arena, ends at the heap that holds the
+ * arena just past its header.
+ */
+static bool glibc_arena_chain(uintptr_t base, const struct glibc_heap_info *h)
+{
+	struct glibc_heap_info c = *h;
+
+	for (int i = 0; i < GLIBC_HEAP_CHAIN_MAX && c.ar_ptr == h->ar_ptr; i++) {
+		if (c.ar_ptr == base + sizeof(c) || c.ar_ptr == base + 32)
+			return true;
+		base = c.prev;
+		if (!base || (base & (GLIBC_HEAP_SIZE - 1)) || !heap_header(&c, base, false))
+			return false;
+	}
+	return false;
+}
+
+/*
+ * A block of glibc's: a chunk in use in its main heap or in one of its
+ * arena heaps, or a chunk it mapped alone. Nothing of the drop-in's lies
+ * in any of them; callers have ruled out the drop-in's own blocks.
  */
 static bool glibc_block(const void *p)
 {
-	uintptr_t a = (uintptr_t)p, top;
+	uintptr_t a = (uintptr_t)p, base = a & ~(GLIBC_HEAP_SIZE - 1);
+	struct glibc_heap_info h;
+	bool noted = false;
 	unsigned int nr;
 
 	if (!__atomic_load_n(&glibc_reachable, __ATOMIC_ACQUIRE))
 		return false;
-	if (in_main_heap(a)) {
-		top = (uintptr_t)sbrk(0);
-		return glibc_heap_chunk(a, glibc_brk_lo, top, false);
-	}
+	if (in_main_heap(a))
+		return glibc_heap_chunk(a, glibc_brk_lo, (uintptr_t)sbrk(0), false);
 	nr = __atomic_load_n(&glibc_heaps, __ATOMIC_ACQUIRE);
-	for (unsigned int i = 0; i < nr; i++)
-		if (a - glibc_heap[i] < GLIBC_HEAP_SIZE)
-			return glibc_arena_chunk(a, glibc_heap[i]);
+	for (unsigned int i = 0; i < nr && !noted; i++)
+		noted = glibc_heap[i] == base;
+	/* The chunk's reads then lie in [base, base + used), read-write. */
+	if (heap_header(&h, base, noted) && h.size <= GLIBC_HEAP_SIZE &&
+	    a - base < h.size && (noted || glibc_arena_chain(base, &h)) &&
+	    glibc_heap_chunk(a, base + 32, base + h.size, true))
+		return true;
+	/* A heap glibc gave back leaves its region to any mapping, its own too. */
 	return glibc_mapped_chunk(a);
 }
 

@@ -23,14 +23,23 @@
  *                                   malloc is glibc's, which the test
  *                                   above would catch)
  *   malloc_deepbind PLUGIN garbage (pointers into the middle of glibc's
- *                                   blocks, in its main heap and in a
- *                                   thread's arena: reported, not passed
- *                                   to glibc's free(), which aborts)
+ *                                   blocks, in its main heap, in a
+ *                                   thread's arena, in the heap an arena
+ *                                   grew to: reported, not passed to
+ *                                   glibc's free(), which aborts)
+ *   malloc_deepbind PLUGIN garbage-refused (the same with
+ *                                   process_vm_readv() refused by seccomp:
+ *                                   the heaps of the threads that loaded
+ *                                   are still known, the others' blocks
+ *                                   reported as not the drop-in's)
  *
  * Prints "malloc_deepbind: ok" when every check held.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -38,8 +47,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int failures;
@@ -204,28 +216,72 @@ static bool free_reported(void *p)
 }
 
 /*
- * A constructor's glibc block (see ctor_blocks()): pointers 16-aligned
- * into its middle, where the "header" below is its fill or a neighbour's
- * bytes, are each reported and change nothing; the block itself, and
- * the constructor's others, then go back to glibc unreported (a block
- * that did not would be reported as not the drop-in's).
+ * A small glibc block of the constructor's: pointers 16-aligned into its
+ * middle, where the "header" below is its fill, are each reported and
+ * change nothing; the block itself then goes back to glibc unreported (a
+ * block the drop-in did not know for glibc's would be reported too).
  */
-static void garbage_blocks(const struct plugin *pl)
+static void garbage_small(unsigned char *p, int fill)
 {
-	unsigned char *p = pl->ctor_block(0), *big = pl->ctor_block(3);
-
-	CHECK(p && big);
-	if (!p || !big)
+	CHECK(p != NULL);
+	if (!p)
 		return;
 	for (size_t off = 16; off < 200; off += 48) {
 		CHECK(free_reported(p + off));
 		CHECK(malloc_usable_size(p + off) == 0);
 	}
-	CHECK(free_reported(big + 4096));
-	CHECK(filled(p, 200, 0x70) && filled(big, LARGE, 0x73));
+	CHECK(filled(p, 200, fill));
 	CHECK(malloc_usable_size(p) >= 200);
 	CHECK(!free_reported(p));
-	CHECK(!free_reported(big));
+}
+
+static bool vm_read_refused;	/* garbage-refused */
+
+/* process_vm_readv() fails with EPERM from here on, in every thread started after. */
+static bool refuse_vm_read(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	return !prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) &&
+	       !prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/*
+ * The constructor's glibc blocks (see ctor_blocks()) of the loading
+ * thread's heap, of a mapping of its own (a page into it is reported),
+ * and those of the thread the constructor started: in an arena no deep
+ * load noted, and in the heap that arena grew to past its first 64 MiB.
+ * Where those heaps cannot be read safely, their blocks are reported
+ * (and left to glibc, lost).
+ */
+static void garbage_blocks(const struct plugin *pl)
+{
+	unsigned char *big = pl->ctor_block(3), *own = pl->ctor_block(7);
+	unsigned char *grown = pl->ctor_block(8);
+	uintptr_t heap = 64UL << 20;
+
+	garbage_small(pl->ctor_block(0), 0x70);
+	CHECK(big && own && grown);
+	if (big) {
+		CHECK(free_reported(big + 4096));
+		CHECK(filled(big, LARGE, 0x73));
+		CHECK(!free_reported(big));
+	}
+	if (own && grown)
+		CHECK((uintptr_t)own / heap != (uintptr_t)grown / heap);
+	if (vm_read_refused) {
+		CHECK(own && free_reported(own));
+		CHECK(grown && free_reported(grown));
+	} else {
+		garbage_small(own, 0x77);
+		garbage_small(grown, 0x78);
+	}
 	for (int i = 0; i < 7; i++)
 		free(pl->ctor_block(i));	/* the rest; NULL for those taken */
 }
@@ -420,13 +476,24 @@ int main(int argc, char **argv)
 {
 	struct plugin a, b;
 	long slots;
+	bool garbage;
 	int flags = argc > 2 && !strcmp(argv[2], "now") ? RTLD_NOW : RTLD_LAZY;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: malloc_deepbind PLUGIN [lazy|now|threads|glibc|garbage]\n");
+		fprintf(stderr, "usage: malloc_deepbind PLUGIN [lazy|now|threads|glibc|garbage[-refused]]\n");
 		return 2;
 	}
 	CHECK(deepbind_slots() == 0);
+	garbage = argc > 2 && !strncmp(argv[2], "garbage", 7);
+	if (garbage)	/* the plugin's constructor starts a thread */
+		setenv("MALLOC_DEEPBIND_CTOR_THREAD", "1", 1);
+	if (garbage && !strcmp(argv[2], "garbage-refused")) {
+		vm_read_refused = true;
+		if (!refuse_vm_read()) {
+			perror("malloc_deepbind: seccomp");
+			return 1;
+		}
+	}
 	if (load(&a, argv[1], flags))
 		return 1;
 	/* SLUB_DEEPBIND=keep: what the plugin binds without the fix-up. */
@@ -439,7 +506,7 @@ int main(int argc, char **argv)
 	/* The plugin's malloc, free, calloc, realloc, malloc_usable_size at least. */
 	slots = deepbind_slots();
 	CHECK(slots >= 5);
-	if (argc > 2 && !strcmp(argv[2], "garbage")) {
+	if (garbage) {
 		if (run_garbage(&a, argv[1]))
 			return 1;
 		printf("malloc_deepbind: ok\n");
