@@ -419,7 +419,7 @@ static bool glibc_heap_chunk(uintptr_t a, uintptr_t lo, uintptr_t hi, bool non_m
 	uintptr_t chunk = a - 16, next;
 	size_t size, next_size;
 
-	if ((a & 15) || chunk < lo || hi - chunk < 32)
+	if ((a & 15) || chunk < lo || chunk >= hi || hi - chunk < 32)
 		return false;
 	size = ((const size_t *)chunk)[1];
 	if ((size & 2) || !(size & 4) == non_main)
