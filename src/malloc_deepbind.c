@@ -29,9 +29,9 @@
  * drop-in, malloc_usable_size() asks glibc. So are those in glibc's
  * arena heaps (another thread's deep load, or a thread a constructor
  * starts, takes an arena of glibc's own mapping), known by the heap's
- * header and checked through process_vm_readv(), which fails where a
- * read would fault; the arena heap of the thread that called dlopen(),
- * noted before the call, is known without it. So are the large ones
+ * header, read through a pipe, where a load that would fault fails
+ * with EFAULT instead; the heaps of the arena of the thread that called
+ * dlopen(), noted before the call, are known without it. So are the large ones
  * that glibc mapped alone, aligned or not, known by their chunk header.
  * Any other pointer is reported as an invalid pointer when freed.
  * SLUB_DEEPBIND=keep turns the patching off; malloc/deepbind_slots
@@ -40,16 +40,17 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "malloc_internal.h"
+#include "nocancel.h"
 #include "report.h"
 
 typedef void *dlopen_fn(const char *file, int flags);
@@ -434,17 +435,34 @@ static bool glibc_heap_chunk(uintptr_t a, uintptr_t lo, uintptr_t hi, bool non_m
 }
 
 /*
+ * len bytes at addr copied to dst through a pipe of its own, or false:
+ * write() fails with EFAULT where a load would fault. Not through
+ * process_vm_readv(), which a seccomp filter that allows basic I/O may
+ * answer by killing the process. errno says why it failed.
+ */
+static bool peek(void *dst, uintptr_t addr, size_t len)
+{
+	int fd[2];
+	bool ok;
+
+	if (pipe2(fd, O_CLOEXEC | O_NONBLOCK))
+		return false;
+	ok = write_nocancel(fd[1], (const void *)addr, len) == (ssize_t)len &&
+	     read_nocancel(fd[0], dst, len) == (ssize_t)len;
+	close_nocancel(fd[0]);
+	close_nocancel(fd[1]);
+	return ok;
+}
+
+/*
  * The header of the region at base (aligned to GLIBC_HEAP_SIZE) copied
- * to h, or false where a read would fault: through process_vm_readv(),
- * and where that is refused (seccomp, ENOSYS), for a heap a deep load
- * noted, read in place once msync() says the page is mapped.
+ * to h, or false where a read would fault: through peek(), and where no
+ * pipe can be had (out of descriptors), for a heap a deep load noted,
+ * read in place once msync() says the page is mapped.
  */
 static bool heap_header(struct glibc_heap_info *h, uintptr_t base, bool noted)
 {
-	struct iovec local = { .iov_base = h, .iov_len = sizeof(*h) };
-	struct iovec remote = { .iov_base = (void *)base, .iov_len = sizeof(*h) };
-
-	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof(*h))
+	if (peek(h, base, sizeof(*h)))
 		return true;
 	if (!noted || errno == EFAULT || msync((void *)base, 1, MS_ASYNC))
 		return false;

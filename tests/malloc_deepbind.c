@@ -27,11 +27,12 @@
  *                                   thread's arena, in the heap an arena
  *                                   grew to: reported, not passed to
  *                                   glibc's free(), which aborts)
- *   malloc_deepbind PLUGIN garbage-refused (the same with
- *                                   process_vm_readv() refused by seccomp:
- *                                   the heaps of the threads that loaded
- *                                   are still known, the others' blocks
- *                                   reported as not the drop-in's)
+ *   malloc_deepbind PLUGIN garbage-refused (the same with pipe2()
+ *                                   refused by seccomp, as when out of
+ *                                   descriptors: the heaps of the threads
+ *                                   that loaded are still known, the
+ *                                   others' blocks reported as not the
+ *                                   drop-in's)
  *
  * Prints "malloc_deepbind: ok" when every check held.
  */
@@ -235,15 +236,15 @@ static void garbage_small(unsigned char *p, int fill)
 	CHECK(!free_reported(p));
 }
 
-static bool vm_read_refused;	/* garbage-refused */
+static bool pipes_refused;	/* garbage-refused */
 
-/* process_vm_readv() fails with EPERM from here on, in every thread started after. */
-static bool refuse_vm_read(void)
+/* pipe2() fails with EMFILE from here on, in every thread started after. */
+static bool refuse_pipes(void)
 {
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_pipe2, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EMFILE),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
@@ -275,7 +276,7 @@ static void garbage_blocks(const struct plugin *pl)
 	}
 	if (own && grown)
 		CHECK((uintptr_t)own / heap != (uintptr_t)grown / heap);
-	if (vm_read_refused) {
+	if (pipes_refused) {
 		CHECK(own && free_reported(own));
 		CHECK(grown && free_reported(grown));
 	} else {
@@ -488,8 +489,8 @@ int main(int argc, char **argv)
 	if (garbage)	/* the plugin's constructor starts a thread */
 		setenv("MALLOC_DEEPBIND_CTOR_THREAD", "1", 1);
 	if (garbage && !strcmp(argv[2], "garbage-refused")) {
-		vm_read_refused = true;
-		if (!refuse_vm_read()) {
+		pipes_refused = true;
+		if (!refuse_pipes()) {
 			perror("malloc_deepbind: seccomp");
 			return 1;
 		}
