@@ -31,9 +31,10 @@
  * starts, takes an arena of glibc's own mapping), known by the heap's
  * header, read through a pipe, where a load that would fault fails
  * with EFAULT instead; the heaps of the arena of the thread that called
- * dlopen(), noted before the call, are known without it. So are the large ones
- * that glibc mapped alone, aligned or not, known by their chunk header.
- * Any other pointer is reported as an invalid pointer when freed.
+ * dlopen(), noted before the call, are known without it. So are the
+ * large ones that glibc mapped alone, aligned or not, known by their
+ * chunk header. Any other pointer is reported as an invalid pointer
+ * when freed.
  * SLUB_DEEPBIND=keep turns the patching off; malloc/deepbind_slots
  * counts the slots moved so far.
  */
@@ -329,6 +330,7 @@ struct glibc_heap_info {
 	size_t pagesize;
 	size_t pad;
 };
+#define GLIBC_HEAP_INFO_OLD	32	/* sizeof(heap_info) before glibc 2.35 */
 #define GLIBC_HEAP_CHAIN_MAX	256	/* heaps an arena is followed through */
 
 static bool in_main_heap(uintptr_t a)
@@ -423,7 +425,7 @@ static bool glibc_heap_chunk(uintptr_t a, uintptr_t lo, uintptr_t hi, bool non_m
 	if ((a & 15) || chunk < lo || chunk >= hi || hi - chunk < 32)
 		return false;
 	size = ((const size_t *)chunk)[1];
-	if ((size & 2) || !(size & 4) == non_main)
+	if ((size & 2) || ((size & 4) != 0) != non_main)
 		return false;
 	size &= ~(size_t)7;
 	if (size < 32 || (size & 15) || size > hi - chunk - 16)
@@ -481,7 +483,7 @@ static bool glibc_arena_chain(uintptr_t base, const struct glibc_heap_info *h)
 	struct glibc_heap_info c = *h;
 
 	for (int i = 0; i < GLIBC_HEAP_CHAIN_MAX && c.ar_ptr == h->ar_ptr; i++) {
-		if (c.ar_ptr == base + sizeof(c) || c.ar_ptr == base + 32)
+		if (c.ar_ptr == base + sizeof(c) || c.ar_ptr == base + GLIBC_HEAP_INFO_OLD)
 			return true;
 		base = c.prev;
 		if (!base || (base & (GLIBC_HEAP_SIZE - 1)) || !heap_header(&c, base, false))
@@ -512,7 +514,7 @@ static bool glibc_block(const void *p)
 	/* The chunk's reads then lie in [base, base + used), read-write. */
 	if (heap_header(&h, base, noted) && h.size <= GLIBC_HEAP_SIZE &&
 	    a - base < h.size && (noted || glibc_arena_chain(base, &h)) &&
-	    glibc_heap_chunk(a, base + 32, base + h.size, true))
+	    glibc_heap_chunk(a, base + GLIBC_HEAP_INFO_OLD, base + h.size, true))
 		return true;
 	/* A heap glibc gave back leaves its region to any mapping, its own too. */
 	return glibc_mapped_chunk(a);
