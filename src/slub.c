@@ -567,7 +567,8 @@ static struct slab *get_partial_node(struct kmem_cache *s,
 		slab = list_entry(pos, struct slab, slab_list);
 		/* Thrashing: a nearly full slab would be replaced at once. */
 		if (thrashing && skip_partial(s, slab)) {
-			skipped++;
+			if (++skipped == THRASH_SCAN_MAX)
+				break;
 			continue;
 		}
 		remove_partial(n, slab);

@@ -171,7 +171,7 @@ static void check_partial(const char *c, int nr, const int *slab,
 		for (int i = 0; i < pl.nr; i++) {
 			int k = -1;
 
-			for (int j = 0; j < NS; j++)
+			for (int j = 0; j < MAX_OBJS / m; j++)
 				if (pl.addr[i] == S(j))
 					k = j;
 			fprintf(stderr, " s%d(%lld free)", k, m - pl.inuse[i]);
@@ -760,10 +760,99 @@ static void test_thrash_move_locked(void)
 	teardown(s);
 }
 
+/*
+ * The scan's bound (THRASH_SCAN_MAX, src/slub_internal.h): a thrashing
+ * CPU gives up after THRASH_SCAN_MAX nearly full slabs, as if none
+ * qualified, where patch 2/3 walked on to the end. After setup_bound()
+ * the node partial list holds s4 .. s(4 + THRASH_SCAN_MAX - 1), one free
+ * object each, then Q, with min_free_watermark free: THRASH_SCAN_MAX
+ * slabs stand between the thrashing CPU and Q. Unbounded, the scan took
+ * Q; bounded, it defers to a new slab. With one nearly full slab fewer
+ * ahead, Q is found.
+ */
+#define BOUND_SLABS	(4 + THRASH_SCAN_MAX + 2)	/* ..., Q, the CPU slab */
+#define BOUND_Q		(4 + THRASH_SCAN_MAX)
+
+static void setup_bound(struct kmem_cache *s)
+{
+	const char *c = kmem_cache_name(s);
+
+	CHECK(BOUND_SLABS * m <= MAX_OBJS);
+	/* setup()'s NS slabs, then more the same way: slab i still holds objs[i * m ..]. */
+	for (long long i = NS * m; i < BOUND_SLABS * m; i++) {
+		objs[i] = kmem_cache_alloc(s, GFP_KERNEL);
+		CHECK(objs[i] != NULL);
+	}
+	for (int i = 0; i < BOUND_SLABS; i++)
+		for (long long j = 0; j < m; j++)
+			CHECK(slab_of(objs[i * m + j]) == S(i));
+	CHECK_STAT(st(c, "alloc_slab"), BOUND_SLABS);
+	CHECK_THRASH(c, m - 1, 0, 0);
+	for (int i = 0; i < BOUND_Q; i++)
+		free1(s, i, m / 2);
+	for (long long j = 0; j < wm; j++)
+		free1(s, BOUND_Q, j);
+	CHECK_EQ(st(c, "partial"), BOUND_Q + 1);
+	/* s0 .. s3, one free object each: slowpath_allocs 0 .. 3, as in test_thrash_detect(). */
+	for (int k = 0; k < 4; k++) {
+		CHECK(slab_of(alloc1(s)) == S(k));
+		CHECK_THRASH(c, 0, k, 0);
+	}
+}
+
+static void test_thrash_scan_bound(void)
+{
+	const char *c = "t-thrash-bound";
+	struct kmem_cache *s = setup(c, NULL);
+	int sl[BOUND_Q - 3];
+	long long fr[BOUND_Q - 3];
+	void *p;
+
+	if (!s)
+		return;
+	setup_bound(s);
+	for (int i = 0; i < BOUND_Q - 3; i++) {
+		sl[i] = 4 + i;
+		fr[i] = i == BOUND_Q - 4 ? wm : 1;
+	}
+	check_partial(c, BOUND_Q - 3, sl, fr, __LINE__);
+
+	/* Thrashing (4 > 3): THRASH_SCAN_MAX skipped, then no further. */
+	p = alloc1(s);
+	for (int i = 0; i < BOUND_SLABS; i++)
+		CHECK(slab_of(p) != S(i));
+	CHECK_THRASH(c, 0, 4, 1);
+	CHECK_STAT(st(c, "deferred_partial"), 1);
+	CHECK_STAT(st(c, "alloc_slab"), BOUND_SLABS + 1);
+	check_partial(c, BOUND_Q - 3, sl, fr, __LINE__);
+
+	/* The new slab serves m - 1 >= wm: 3, not thrashing, the head s4. */
+	for (long long i = 0; i < m - 1; i++)
+		CHECK(slab_of(alloc1(s)) == slab_of(p));
+	CHECK(slab_of(alloc1(s)) == S(4));
+	CHECK_THRASH(c, 0, 3, 0);
+
+	/* Thrashing again, THRASH_SCAN_MAX - 1 nearly full ahead of Q: Q. */
+	CHECK(slab_of(alloc1(s)) == S(BOUND_Q));
+	CHECK_THRASH(c, 0, 4, 1);
+	CHECK_STAT(st(c, "deferred_partial"), 1);
+	CHECK_STAT(st(c, "alloc_slab"), BOUND_SLABS + 1);
+	check_partial(c, BOUND_Q - 5, sl + 1, fr + 1, __LINE__);
+
+	/* teardown() frees setup()'s NS slabs' objects; these are the rest. */
+	for (long long i = NS * m; i < BOUND_SLABS * m; i++)
+		if (objs[i]) {
+			kmem_cache_free(s, objs[i]);
+			objs[i] = NULL;
+		}
+	teardown(s);
+}
+
 int main(void)
 {
 	test_cpus_init();
 	TEST(test_thrash_detect);
+	TEST(test_thrash_scan_bound);
 	TEST(test_thrash_sort_on_free);
 	TEST(test_thrash_move_locked);
 	TEST(test_thrash_ratio_zero);
