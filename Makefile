@@ -94,7 +94,9 @@ bench:
 # The detailed benchmarks behind the suite: PAGE_BENCH_ARGS go to
 # bench_page_alloc, SLAB_BENCH_ARGS to bench_slab (-F adds the libslub
 # columns in fallback mode), RR_BENCH_ARGS to bench_rr, MALLOC_BENCH_ARGS
-# to bench_malloc, BURST_BENCH_ARGS to bench_burst.
+# to bench_malloc, BURST_BENCH_ARGS to bench_burst, PROGRAMS_BENCH_ARGS to
+# bench/bench_programs.py (real programs: python3, perl, sqlite3, gcc, git,
+# xz, sort under each allocator).
 bench-detail:
 	@sh scripts/deps.sh bench
 	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DSLUB_TESTS=OFF >/dev/null
@@ -113,9 +115,11 @@ bench-detail:
 		-o results/malloc_large.json $(MALLOC_BENCH_ARGS)
 	./build-release/bench/bench_burst -L build-release/libslub-malloc.so \
 		-o results/burst.json $(BURST_BENCH_ARGS)
+	/usr/bin/python3 bench/bench_programs.py -L build-release/libslub-malloc.so \
+		-o results/programs.json $(PROGRAMS_BENCH_ARGS)
 	@echo "results: results/page_alloc.json results/slab.json results/rr.json" \
 	      "results/malloc.json results/malloc_medium.json" \
-	      "results/malloc_large.json results/burst.json"
+	      "results/malloc_large.json results/burst.json results/programs.json"
 
 install: build
 	$(CMAKE) --install build --prefix $(PREFIX)

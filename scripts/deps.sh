@@ -91,10 +91,11 @@ fi
 
 # tests/malloc_programs.sh runs real programs on libslub-malloc.so: python3
 # and perl it requires, sqlite3, git, xz and php it skips when they are
-# missing.
+# missing; bench/bench_programs.py (make bench-detail) times the same
+# programs, and leaves out those it cannot find.
 # Building needs none of them: so they are installed as root and only
 # named otherwise.
-if [ "$what" = test ]; then
+if [ "$what" = test ] || [ "$what" = bench ]; then
 	prog_pkgs=""
 	for prog in python3 perl sqlite3 git xz php; do
 		pkg=$prog
@@ -105,17 +106,21 @@ if [ "$what" = test ]; then
 	if [ -z "$prog_pkgs" ]; then
 		:
 	elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-		echo "deps (test): installing$prog_pkgs"
+		echo "deps ($what): installing$prog_pkgs"
 		{ apt-get update -qq &&
 		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			$prog_pkgs >/dev/null; } ||
-			echo "deps (test):$prog_pkgs not installed;" \
-			     "malloc_programs will say what it could not run" >&2
+			echo "deps ($what):$prog_pkgs not installed;" \
+			     "malloc_programs and bench_programs will say what" \
+			     "they could not run" >&2
 	else
-		echo "deps (test): missing:$prog_pkgs; the malloc_programs test" \
-		     "needs python3 and perl and skips sqlite3, git, xz and php" \
+		echo "deps ($what): missing:$prog_pkgs; the malloc_programs test" \
+		     "needs python3 and perl and skips sqlite3, git, xz and php;" \
+		     "bench_programs leaves out what is missing" \
 		     "(as root: apt-get install$prog_pkgs)" >&2
 	fi
+fi
+if [ "$what" = test ]; then
 	# tests/malloc_pytests.sh runs CPython's own regression tests, which
 	# Debian ships apart from python3; skipped when they are missing.
 	py=/usr/bin/python3
