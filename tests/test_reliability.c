@@ -829,7 +829,8 @@ static long long restarts_in(bool signals, unsigned long *sent, unsigned long mi
  * Whether the signalled slices restarted clearly more sequences than the
  * quiet ones: by more than 4 standard deviations of a count of quiet's
  * size (Poisson: its square root). Signals that aborted nothing would
- * pass that by chance in about one round in five hundred; the share of
+ * pass that by chance in about one look in five hundred (one run in a
+ * hundred with all five looks); the share of
  * them that land inside a sequence varies with the build (3.5% under
  * ASan with SLUB_FAIL on, 50 restarts from 967 signals against 16), so
  * the test does not ask for a fixed share.
@@ -847,7 +848,10 @@ static bool signals_restarted(long long quiet, long long signalled)
  * the signals come from another, so preemption adds little to the count.
  * A round is ten signalled slices of 30 ms or more, each followed by a
  * quiet one as long, summed: the machine's load moves both sums alike.
- * With one CPU the signals reach the spinner only when it is scheduled
+ * The rounds add up: on a loaded machine preemption restarts dozens of
+ * quiet sequences a round (32 in a CI run beside other jobs, against 50
+ * with 996 signals), and one round then is too few to tell the two apart,
+ * where five together are. With one CPU the signals reach the spinner only when it is scheduled
  * in, where preemption has restarted the sequence already: the
  * comparison would measure nothing, and is left out.
  */
@@ -858,6 +862,7 @@ static void test_signals_restart(void)
 	bool one_cpu = CPU_COUNT(&test_all_cpus) < 2;
 	unsigned long sent = 0;
 	long long quiet = 0, signalled = 0;
+	int round;
 	pthread_t t;
 	char mode[128];
 
@@ -866,14 +871,14 @@ static void test_signals_restart(void)
 	migrate_to(1);
 	while (!__atomic_load_n(&spin_tid, __ATOMIC_ACQUIRE))
 		usleep(100);
-	/* A round where chance hid the signals' restarts is run again, up to 5. */
-	for (int round = 0; round < 5; round++) {
-		sent = 0;
-		signalled = quiet = 0;
+	/* Another round while the sums cannot tell them apart, up to 5. */
+	for (round = 0; round < 5; round++) {
+		unsigned long base = sent;
+
 		for (unsigned long slice = 1; slice <= 10; slice++) {
 			long ns = 30000000L;
 
-			signalled += restarts_in(true, &sent, 20 * slice, &ns);
+			signalled += restarts_in(true, &sent, base + 20 * slice, &ns);
 			quiet += restarts_in(false, &sent, 0, &ns);
 		}
 		if (one_cpu || signals_restarted(quiet, signalled))
@@ -883,8 +888,9 @@ static void test_signals_restart(void)
 	pthread_join(t, NULL);
 	unpin();
 	slub_sysfs_read("cpu/percpu_mode", mode, sizeof(mode));
-	fprintf(stderr, "0.3 s or more each: %lld restarts without signals, %lld with "
-		"%lu signals%s\n", quiet, signalled, sent,
+	fprintf(stderr, "%d round%s of 0.3 s or more each: %lld restarts without signals, "
+		"%lld with %lu signals%s\n", round < 5 ? round + 1 : 5, round ? "s" : "",
+		quiet, signalled, sent,
 		one_cpu ? " (one CPU: not compared)" : "");
 	CHECK(sent > 100);
 	if (strncmp(mode, "rseq", 4))
