@@ -368,6 +368,26 @@ static void free_to_slabs(struct kmem_cache *s, void **objs, unsigned int n)
 }
 
 /*
+ * A sheaf hands out its top first, so a refill goes in back to front:
+ * the objects then leave in their freelist's order, as from the kernel's
+ * CPU freelist, the most recently freed first and a fresh slab's lowest
+ * address first (alloc_new_slab_bulk() writes its objects that way too).
+ * Otherwise half of every slab went out highest address first, and a
+ * program that walks its objects in the order it allocated them walked
+ * memory downwards: CPython's collector, on every object from malloc,
+ * took 0.41 s where jemalloc took 0.35 (docs/malloc_gap.md).
+ */
+static void reverse_objects(void **objs, unsigned int n)
+{
+	for (unsigned int i = 0, j = n; i + 1 < j; i++, j--) {
+		void *t = objs[i];
+
+		objs[i] = objs[j - 1];
+		objs[j - 1] = t;
+	}
+}
+
+/*
  * The free objects of the slabs the cache has first; then, for what is
  * still wanted, a new slab whose objects come without their freelist
  * links written (alloc_new_slab_bulk()).
@@ -383,6 +403,7 @@ static unsigned int refill_from_slabs(struct kmem_cache *s, gfp_t gfp,
 		if (!objs[n])
 			break;
 	}
+	reverse_objects(objs, n);
 	if (n < want)
 		n += alloc_new_slab_bulk(s, gfp, objs + n, want - n);
 	if (!n)

@@ -537,7 +537,11 @@ out:
 /*
  * A refill of fewer objects than a new slab has: those are taken without
  * links, the rest are linked and the slab goes on the node partial list,
- * where the next refill finds them before it takes another slab.
+ * where the next refill finds them before it takes another slab. Either
+ * way the objects go out in the order the slab holds them, lowest
+ * address first: a program walking what it allocated in turn (CPython's
+ * collector, over every tracked object) walks memory upwards, as the
+ * hardware prefetchers expect.
  */
 static void test_refill_part_of_new_slab(void)
 {
@@ -564,6 +568,8 @@ static void test_refill_part_of_new_slab(void)
 	while (n < per_slab)
 		o[n++] = kmem_cache_alloc(s, GFP_KERNEL);
 	CHECK_EQ(st(name, "slabs"), 1);
+	for (int i = 1; i < per_slab; i++)
+		CHECK(o[i] == (char *)o[0] + i * st(name, "slab_size"));
 	o[n++] = kmem_cache_alloc(s, GFP_KERNEL);
 	CHECK_EQ(st(name, "slabs"), 2);
 	for (int i = 0; i < n; i++) {
